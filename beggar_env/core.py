@@ -1,0 +1,525 @@
+"""The rules engine: the one implementation of RULES.md that everything else drives.
+
+A game's whole state is one numpy record (see :func:`state_dtype`); a batch of games is
+an array of them. Hands are ring buffers of card classes, the pile is a plain array in
+play order. The functions here are written in plain Python over those records and
+compiled with numba; set ``NUMBA_DISABLE_JIT=1`` to step through them as Python.
+
+Three ways to advance a game, all built on :func:`step_card`:
+
+* :func:`step_card` plays one card and settles everything it causes (a completed
+  payment is taken, a player who must play with an empty hand is out, the game ends,
+  the agreed limit is reached), so the state always waits for the next card;
+* :func:`step_trick` plays cards until the pile is taken or the game ends;
+* :func:`finish` plays to the end, detecting cycles (Brent's algorithm over trick-start
+  positions, then a replay to find where the cycle starts), and writes a result record.
+
+Card classes: 0 numeral, 1 jack, 2 queen, 3 king, 4 ace; a court card's class is its
+honour (the number of cards it demands).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+NUMERAL, JACK, QUEEN, KING, ACE = 0, 1, 2, 3, 4
+CLASS_SYMBOLS = "-JQKA"
+
+# Game status (the "outcome" of a finished game).
+RUNNING, WIN, CYCLE, LIMIT = 0, 1, 2, 3
+OUTCOMES = ("running", "win", "cycle", "limit")
+
+NO_LIMIT = np.iinfo(np.int64).max
+NO_SEAT = -1
+
+# Standard deck: card id = rank * 4 + suit, ranks 2..A as 0..12, suits C D H S as 0..3.
+DECK_SIZE = 52
+CLASS_OF_CARD_ID = np.array([max(0, id_ // 4 - 8) for id_ in range(DECK_SIZE)], np.int8)
+
+
+def capacity_for(n_cards):
+    """Ring-buffer length for a game of ``n_cards`` cards (a power of two, at least 8)."""
+    return max(8, 1 << (max(n_cards, 1) - 1).bit_length())
+
+
+def state_dtype(n_players, capacity):
+    """The numpy record type of one game's state."""
+    return np.dtype(
+        [
+            ("hands", np.int8, (n_players, capacity)),  # ring buffers of card classes
+            ("head", np.uint32, (n_players,)),  # index of each hand's top card (unsigned: no wraparound checks)
+            ("held", np.int32, (n_players,)),  # cards in each hand
+            ("alive", np.uint8, (n_players,)),  # 1 until eliminated
+            ("pile", np.int8, (capacity,)),  # in play order
+            ("pile_len", np.int32),
+            ("n_alive", np.int32),
+            ("n_cards", np.int32),  # cards in the game, constant
+            ("turn", np.int32),  # seat that plays the next card
+            ("owed", np.int32),  # cards still owed to `court` (0: none)
+            ("court", np.int32),  # seat that laid the last court card, or -1
+            ("status", np.int8),
+            ("winner", np.int8),
+            ("cards", np.int64),  # cards played so far
+            ("tricks", np.int64),  # piles taken so far
+            ("max_cards", np.int64),  # the agreed limit (NO_LIMIT: none)
+            ("max_tricks", np.int64),
+        ],
+        align=True,
+    )
+
+
+def result_dtype(n_players):
+    """The numpy record type of one game's result (see :func:`finish`)."""
+    return np.dtype(
+        [
+            ("outcome", np.int8),  # WIN, CYCLE or LIMIT
+            ("winner", np.int8),  # seat, or -1 (cycle, or a draw at the limit)
+            ("cards", np.int64),
+            ("tricks", np.int64),
+            ("hand_sizes", np.int32, (n_players,)),
+            ("cycle_start_cards", np.int64),  # -1 unless outcome is CYCLE
+            ("cycle_start_tricks", np.int64),
+            ("cycle_cards", np.int64),
+            ("cycle_tricks", np.int64),
+        ],
+        align=True,
+    )
+
+
+def new_states(n_games, n_players, capacity):
+    """Zeroed state records (a recarray), to be filled by one of the ``init_*`` functions."""
+    return np.zeros(n_games, state_dtype(n_players, capacity)).view(np.recarray)
+
+
+def new_results(n_games, n_players):
+    """Result records (a recarray), filled by :func:`finish`."""
+    return np.zeros(n_games, result_dtype(n_players)).view(np.recarray)
+
+
+# --------------------------------------------------------------------------- set-up
+
+
+@njit(cache=True)
+def init_state(s, cards, hand_sizes, max_cards, max_tricks):
+    """Deal ``cards`` (classes, hand after hand, each from the top) into state ``s``."""
+    n_players = s.hands.shape[0]
+    start = 0
+    for p in range(n_players):
+        for k in range(hand_sizes[p]):
+            s.hands[p, k] = cards[start + k]
+        start += hand_sizes[p]
+    _reset_counters(s, hand_sizes, max_cards, max_tricks)
+
+
+@njit(cache=True)
+def init_shuffled_state(s, key, max_cards, max_tricks, deck):
+    """Deal a standard deck shuffled by ``key`` into ``s``, one card at a time from seat 0.
+
+    ``deck`` is scratch space for 52 card ids; on return it holds the shuffled deck
+    (``deck[k]`` went to seat ``k % n_players``, the first card dealt is the top).
+    """
+    n_players = s.hands.shape[0]
+    shuffle_deck(key, deck)
+    s.held[:] = 0
+    for k in range(DECK_SIZE):
+        p = k % n_players
+        s.hands[p, s.held[p]] = CLASS_OF_CARD_ID[deck[k]]
+        s.held[p] += 1
+    _reset_counters(s, s.held, max_cards, max_tricks)
+
+
+@njit(cache=True)
+def _reset_counters(s, hand_sizes, max_cards, max_tricks):
+    n_players = s.hands.shape[0]
+    n_cards = 0
+    holders = 0
+    for p in range(n_players):
+        s.head[p] = 0
+        s.held[p] = hand_sizes[p]
+        s.alive[p] = 1
+        n_cards += hand_sizes[p]
+        if hand_sizes[p] > 0:
+            holders += 1
+    s.pile_len = 0
+    s.n_alive = n_players
+    s.n_cards = n_cards
+    s.turn = 0
+    s.owed = 0
+    s.court = NO_SEAT
+    s.status = RUNNING
+    s.winner = NO_SEAT
+    s.cards = 0
+    s.tricks = 0
+    s.max_cards = max_cards
+    s.max_tricks = max_tricks
+    if holders == 1:  # one player already holds every card
+        for p in range(n_players):
+            if hand_sizes[p] > 0:
+                s.status = WIN
+                s.winner = p
+    else:
+        _settle(s)  # seat 0 may have to lead from an empty hand
+
+
+# ------------------------------------------------------------------ random numbers
+# A counter-based generator (SplitMix64), so that game i of a seeded batch is the same
+# whichever thread plays it.
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def mix64(z):
+    """SplitMix64's finaliser: a bijective scramble of a uint64."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def stream_key(seed, index):
+    """The key of item ``index`` of the stream seeded by ``seed`` (both uint64)."""
+    return mix64(seed + _GOLDEN * (index + np.uint64(1)))
+
+
+@njit(cache=True)
+def shuffle_deck(key, deck):
+    """Fill ``deck`` with the card ids 0..51 in the order shuffled by ``key`` (Fisher-Yates)."""
+    for k in range(DECK_SIZE):
+        deck[k] = k
+    z = key
+    for k in range(DECK_SIZE - 1, 0, -1):
+        z += _GOLDEN
+        j = mix64(z) % np.uint64(k + 1)  # bias below 2**-58: immaterial
+        deck[k], deck[j] = deck[j], deck[k]
+
+
+# -------------------------------------------------------------------------- rules
+
+
+@njit(cache=True)
+def _next_alive(alive, seat):
+    n_players = alive.shape[0]
+    seat += 1
+    if seat == n_players:
+        seat = 0
+    while not alive[seat]:
+        seat += 1
+        if seat == n_players:
+            seat = 0
+    return seat
+
+
+@njit(cache=True)
+def _put_pile_under(hands, head, held, pile, pile_len, taker):
+    mask = pile.shape[0] - 1
+    end = head[taker] + held[taker]
+    for k in range(pile_len):
+        hands[taker, (end + k) & mask] = pile[k]
+    held[taker] += pile_len
+
+
+@njit(cache=True)
+def _eliminate_empty(s):
+    """While the seat that must play has no cards, it is out (RULES 7).
+
+    The next seat still in owes whatever was owed, to the same court player; when one
+    seat is left it takes the pile (a trick) and wins.
+    """
+    while s.held[s.turn] == 0:
+        out = s.turn
+        s.alive[out] = 0
+        s.n_alive -= 1
+        s.turn = _next_alive(s.alive, out)
+        if s.n_alive == 1:
+            _put_pile_under(s.hands, s.head, s.held, s.pile, s.pile_len, s.turn)
+            s.pile_len = 0
+            s.tricks += 1
+            s.owed = 0
+            s.court = NO_SEAT
+            s.status = WIN
+            s.winner = s.turn
+            return
+
+
+@njit(cache=True)
+def _stop_at_limit(s):
+    """The agreed limit is reached: most cards in hand wins, a tie is a draw."""
+    s.status = LIMIT
+    best = -1
+    s.winner = NO_SEAT
+    for p in range(s.held.shape[0]):
+        if s.held[p] > best:
+            best = s.held[p]
+            s.winner = p
+        elif s.held[p] == best:
+            s.winner = NO_SEAT
+
+
+@njit(cache=True)
+def _settle(s):
+    """Settle a state that waits for a card: eliminations, then the limit."""
+    if s.status == RUNNING:
+        _eliminate_empty(s)
+    if s.status == RUNNING and (s.cards >= s.max_cards or s.tricks >= s.max_tricks):
+        _stop_at_limit(s)
+
+
+@njit(cache=True)
+def _stop_at(count, budget, limit):
+    return limit if budget >= limit - count else count + budget
+
+
+@njit(cache=True)
+def _advance(s, card_budget, trick_budget):
+    """Play up to ``card_budget`` cards, stopping early after ``trick_budget`` takings.
+
+    Every card is settled before the next (see :func:`step_card`). The hot scalars live
+    in locals: records share memory with the hands, so the compiler could not otherwise
+    keep them in registers.
+    """
+    if s.status != RUNNING:
+        return
+    hands, head, held, alive, pile = s.hands, s.head, s.held, s.alive, s.pile
+    mask = pile.shape[0] - 1
+    n_cards = s.n_cards
+    turn, owed, court, pile_len = s.turn, s.owed, s.court, s.pile_len
+    cards, tricks = s.cards, s.tricks
+    stop_cards = _stop_at(cards, card_budget, s.max_cards)
+    stop_tricks = _stop_at(tricks, trick_budget, s.max_tricks)
+    while True:
+        h = head[turn]
+        card = hands[turn, h]
+        head[turn] = (h + 1) & mask
+        held[turn] -= 1
+        pile[pile_len] = card
+        pile_len += 1
+        cards += 1
+        if card != NUMERAL:  # a court card: the next player pays its honour
+            owed = card
+            court = turn
+            turn = _next_alive(alive, turn)
+        elif owed > 0:  # a numeral paid
+            owed -= 1
+            if owed == 0:  # paid in full: the court player takes the pile
+                _put_pile_under(hands, head, held, pile, pile_len, court)
+                turn = court
+                court = NO_SEAT
+                pile_len = 0
+                tricks += 1
+                if held[turn] == n_cards:
+                    s.status = WIN
+                    s.winner = turn
+                    break
+                if tricks >= stop_tricks:
+                    break
+        else:
+            turn = _next_alive(alive, turn)
+        if held[turn] == 0:  # rare: let the record-level rule act
+            s.turn, s.owed, s.court, s.pile_len, s.tricks = turn, owed, court, pile_len, tricks
+            _eliminate_empty(s)
+            turn, owed, court, pile_len, tricks = s.turn, s.owed, s.court, s.pile_len, s.tricks
+            if s.status != RUNNING:
+                break
+        if cards >= stop_cards:
+            break
+    s.turn, s.owed, s.court, s.pile_len, s.cards, s.tricks = turn, owed, court, pile_len, cards, tricks
+    if s.status == RUNNING and (cards >= s.max_cards or tricks >= s.max_tricks):
+        _stop_at_limit(s)
+
+
+@njit(cache=True)
+def step_card(s):
+    """Play one card and settle everything it causes. ``s.status`` must be RUNNING.
+
+    Settling means: a completed payment is taken by the court player, a player who must
+    then play from an empty hand is out, the game ends when one player holds every card,
+    and the agreed limit stops the game once ``max_cards`` cards (or ``max_tricks``
+    takings) are reached and the game goes on.
+    """
+    _advance(s, 1, NO_LIMIT)
+
+
+@njit(cache=True)
+def step_trick(s):
+    """Play cards until the pile is taken or the game ends."""
+    _advance(s, NO_LIMIT, 1)
+
+
+# ------------------------------------------------------------- whole games, cycles
+
+
+@njit(cache=True)
+def copy_state(src, dst):
+    """Copy one state record into another of the same type."""
+    n_players, capacity = src.hands.shape
+    for p in range(n_players):  # element loops: numba's slice copies cost more here
+        for k in range(capacity):
+            dst.hands[p, k] = src.hands[p, k]
+        dst.head[p] = src.head[p]
+        dst.held[p] = src.held[p]
+        dst.alive[p] = src.alive[p]
+    for k in range(capacity):
+        dst.pile[k] = src.pile[k]
+    dst.pile_len = src.pile_len
+    dst.n_alive = src.n_alive
+    dst.n_cards = src.n_cards
+    dst.turn = src.turn
+    dst.owed = src.owed
+    dst.court = src.court
+    dst.status = src.status
+    dst.winner = src.winner
+    dst.cards = src.cards
+    dst.tricks = src.tricks
+    dst.max_cards = src.max_cards
+    dst.max_tricks = src.max_tricks
+
+
+@njit(cache=True)
+def same_position(s, t):
+    """Whether two trick-start states have the same hands (as classes) and leader."""
+    if s.turn != t.turn:
+        return False
+    n_players = s.held.shape[0]
+    for p in range(n_players):
+        if s.held[p] != t.held[p]:
+            return False
+    mask = s.pile.shape[0] - 1
+    for p in range(n_players):
+        hs = s.head[p]
+        ht = t.head[p]
+        for k in range(s.held[p]):
+            if s.hands[p, (hs + k) & mask] != t.hands[p, (ht + k) & mask]:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _run_out(s):
+    _advance(s, NO_LIMIT, NO_LIMIT)
+
+
+# Almost every game ends long before this many tricks, so positions are only compared
+# after it; the replay in `finish` still finds exactly where a cycle starts.
+CYCLE_CHECKS_FROM_TRICK = 1024
+
+
+@njit(cache=True)
+def _cycle_period(s, saved):
+    """Advance ``s`` (no limit) until it ends or a trick-start position repeats; return
+    the period in tricks, or 0 if the game ended (Brent's algorithm)."""
+    if s.tricks < CYCLE_CHECKS_FROM_TRICK:
+        _advance(s, NO_LIMIT, CYCLE_CHECKS_FROM_TRICK - s.tricks)
+    copy_state(s, saved)
+    power = 1
+    lam = 0
+    while s.status == RUNNING:
+        step_trick(s)
+        if s.status != RUNNING:
+            return 0
+        lam += 1
+        if same_position(s, saved):
+            return lam
+        if lam == power:
+            copy_state(s, saved)
+            power *= 2
+            lam = 0
+    return 0
+
+
+@njit(cache=True)
+def finish(s, detect_cycles, r, start, probe):
+    """Play state ``s`` to its end and write the result record ``r``.
+
+    With ``detect_cycles``, a game whose trick-start position repeats ends with outcome
+    CYCLE at the first repeat (``s`` is left there); the limit in ``s`` still applies
+    when it comes first. ``start`` and ``probe`` are scratch records of ``s``'s type.
+    """
+    r.cycle_start_cards = -1
+    r.cycle_start_tricks = -1
+    r.cycle_cards = -1
+    r.cycle_tricks = -1
+    if detect_cycles and s.status == RUNNING:
+        max_cards = s.max_cards
+        max_tricks = s.max_tricks
+        copy_state(s, start)
+        s.max_cards = NO_LIMIT
+        s.max_tricks = NO_LIMIT
+        period = _cycle_period(s, probe)
+        if period == 0:
+            if s.cards <= max_cards and s.tricks <= max_tricks:
+                _write_result(s, r)
+                return
+        else:
+            # Where does the cycle start? Walk from the start and from `period` tricks
+            # later, side by side, until the two positions meet.
+            copy_state(start, s)
+            s.max_cards = NO_LIMIT
+            s.max_tricks = NO_LIMIT
+            copy_state(s, probe)
+            for _ in range(period):
+                step_trick(probe)
+            while not same_position(s, probe):
+                step_trick(s)
+                step_trick(probe)
+            if probe.cards <= max_cards and probe.tricks <= max_tricks:
+                r.cycle_start_cards = s.cards
+                r.cycle_start_tricks = s.tricks
+                r.cycle_cards = probe.cards - s.cards
+                r.cycle_tricks = period
+                copy_state(probe, s)
+                s.status = CYCLE
+                s.max_cards = max_cards
+                s.max_tricks = max_tricks
+                _write_result(s, r)
+                return
+        copy_state(start, s)  # the limit comes first: play up to it
+    _run_out(s)
+    _write_result(s, r)
+
+
+@njit(cache=True)
+def _write_result(s, r):
+    r.outcome = s.status
+    r.winner = s.winner
+    r.cards = s.cards
+    r.tricks = s.tricks
+    for p in range(s.held.shape[0]):
+        r.hand_sizes[p] = s.held[p]
+
+
+# ---------------------------------------------------------------------- batches
+# The batch functions split the games into `work.shape[0]` contiguous chunks, one per
+# parallel task; `work[c]` holds chunk c's scratch records (the game, start, probe).
+
+
+@njit(cache=True, parallel=True)
+def finish_dealt(cards, hand_sizes, max_cards, max_tricks, detect_cycles, results, work):
+    """Play the explicit deals ``cards[i]`` / ``hand_sizes[i]`` to the end."""
+    n_games = results.shape[0]
+    n_chunks = work.shape[0]
+    for c in prange(n_chunks):
+        s = work[c, 0]
+        for i in range(c * n_games // n_chunks, (c + 1) * n_games // n_chunks):
+            init_state(s, cards[i], hand_sizes[i], max_cards, max_tricks)
+            finish(s, detect_cycles, results[i], work[c, 1], work[c, 2])
+
+
+@njit(cache=True, parallel=True)
+def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, work):
+    """Play games ``first .. first + len(results) - 1`` of the random stream ``seed``."""
+    n_games = results.shape[0]
+    n_chunks = work.shape[0]
+    for c in prange(n_chunks):
+        s = work[c, 0]
+        deck = np.empty(DECK_SIZE, np.int64)
+        for i in range(c * n_games // n_chunks, (c + 1) * n_games // n_chunks):
+            key = stream_key(seed, np.uint64(first + i))
+            init_shuffled_state(s, key, max_cards, max_tricks, deck)
+            finish(s, detect_cycles, results[i], work[c, 1], work[c, 2])
+
+
+@njit(cache=True, parallel=True)
+def shuffled_decks(seed, first, decks):
+    """The shuffled decks (card ids) of games ``first ..`` of the random stream ``seed``."""
+    for i in prange(decks.shape[0]):
+        shuffle_deck(stream_key(seed, np.uint64(first + i)), decks[i])
