@@ -5,6 +5,9 @@
  * Built as a shared library and called through ctypes; OpenMP is optional. */
 #include <stdint.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define MAXP 4
 #define CAP 64 /* ring buffer length: decks of at most 64 cards */
@@ -101,6 +104,23 @@ static long play(game *g) {
         if (lam == power) { saved = g->pos; power *= 2; lam = 0; }
     }
     return 0;
+}
+
+/* Threads for play_many (no effect without OpenMP); max_threads says what it will use. */
+void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 
 /* Games i in [0, n): deal stride `stride` classes from cards + i * stride, split by

@@ -1,0 +1,487 @@
+"""Benchmarks for beggar-env.
+
+    python benchmarks/bench.py [--games N] [--quick] [--only NAME] [--list]
+
+Each benchmark is a function registered with ``@benchmark("name")`` that prints its own
+section; they share one :class:`Context` (the options, the deals, the compiled C
+reference), built lazily so that ``--only`` pays only for what it uses. A benchmark
+that finds a wrong result calls ``ctx.fail(...)``; the script then exits with status 1.
+
+Timings: every contender is run once untimed first (numba's JIT compilation, caches,
+page faults), then the contenders are run in turn, round after round, and each keeps
+its best time: the machine may be shared, and interleaving spreads any slow patch over
+everyone instead of landing on one contender.
+"""
+
+import argparse
+import atexit
+import ctypes
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+C_SOURCE = HERE / "beggar_ref.c"
+KLEBER = "---JQ---K-A----A-J-K---QK-/-J-----------AJQA----K---Q"
+
+BENCHMARKS = []  # (name, function, one-line description), in running order
+
+
+def benchmark(name):
+    """Register ``function(ctx)`` as the benchmark ``name``; its docstring's first line
+    describes it in ``--list``."""
+
+    def register(function):
+        doc = (function.__doc__ or "").strip().splitlines()
+        BENCHMARKS.append((name, function, doc[0] if doc else ""))
+        return function
+
+    return register
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def section(title):
+    print()
+    print(f"== {title} " + "=" * max(0, 86 - len(title)))
+
+
+def fmt_rate(x):
+    """A rate with a metric suffix: 512.3 k, 130.4 M."""
+    for scale, suffix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if x >= scale:
+            return f"{x / scale:.1f}{suffix}"
+    return f"{x:.1f}  "
+
+
+def table(header, rows, align=None):
+    """Print rows (lists of strings) under header, columns left- or right-aligned."""
+    align = align or ["<"] + [">"] * (len(header) - 1)
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    line = lambda r: "  ".join(f"{str(c):{a}{w}}" for c, a, w in zip(r, align, widths))
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print(line(r))
+
+
+def interleaved_best(contenders, rounds):
+    """Run each contender once untimed (if asked), then ``rounds`` rounds of all of them in turn.
+
+    ``contenders`` maps a name to (function, its rounds or None for all, whether to warm
+    it up); returns {name: (best seconds, first timed result, [every timed result])}.
+    """
+    for fn, _, warm in contenders.values():
+        if warm:
+            fn()
+    best = {name: (float("inf"), None, []) for name in contenders}
+    for r in range(rounds):
+        for name, (fn, own_rounds, _) in contenders.items():
+            if own_rounds is not None and r >= own_rounds:
+                continue
+            time.sleep(0.05)  # let other threads (OpenMP, numba) go idle between runs
+            t = time.perf_counter()
+            out = fn()
+            dt = time.perf_counter() - t
+            seconds, first, runs = best[name]
+            best[name] = (min(seconds, dt), first if first is not None else out, runs + [out])
+    return best
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------- context
+
+
+class Context:
+    """What the benchmarks share, built on first use."""
+
+    def __init__(self, args):
+        self.args = args
+        self.failures = []
+
+    def fail(self, message):
+        self.failures.append(message)
+        print(f"FAIL: {message}")
+
+    @cached_property
+    def deals(self):
+        """The packed random 2-player deals: (cards int8 [n, 52], hand_sizes int32 [n, 2]).
+
+        Built straight from the engine's shuffled decks (seat p gets deck[p::2], the first
+        card dealt on top), checked against ``pack_deals(random_deals(...))`` on a prefix.
+        """
+        from beggar_env import random_deals
+        from beggar_env.core import CLASS_OF_CARD_ID
+        from beggar_env.deals import shuffled_decks
+        from beggar_env.game import pack_deals
+
+        n, seed, n_players = self.args.games, self.args.seed, 2
+        classes = CLASS_OF_CARD_ID[shuffled_decks(n, seed)]
+        cards = np.ascontiguousarray(np.concatenate([classes[:, p::n_players] for p in range(n_players)], axis=1))
+        sizes = np.full((n, n_players), classes.shape[1] // n_players, np.int32)
+        sizes[:, : classes.shape[1] % n_players] += 1
+        check = min(n, 500)
+        ref_cards, ref_sizes = pack_deals(random_deals(check, n_players, seed))
+        if not (np.array_equal(ref_cards, cards[:check]) and np.array_equal(ref_sizes, sizes[:check])):
+            self.fail("packed deals differ from pack_deals(random_deals(...)): the benchmark's deals are wrong")
+        return cards, sizes
+
+    @cached_property
+    def numba_threads(self):
+        import numba
+
+        return numba.config.NUMBA_NUM_THREADS
+
+    @cached_property
+    def compiler(self):
+        return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+    @cached_property
+    def clib(self):
+        """The C reference as a ctypes library, or None (printed why). Sets
+        ``self.c_openmp`` and ``self.c_build``."""
+        self.c_openmp = False
+        self.c_build = ""
+        if not self.compiler:
+            print("C reference: skipped: no C compiler found (looked for $CC, cc, gcc on PATH)")
+            return None
+        build = Path(tempfile.mkdtemp(prefix="beggar_bench_"))
+        atexit.register(shutil.rmtree, build, ignore_errors=True)
+        lib_path = build / "beggar_ref.so"
+        base = [self.compiler, "-O3", "-march=native", "-shared", "-fPIC", str(C_SOURCE), "-o", str(lib_path)]
+        errors = ""
+        for flags in (["-fopenmp"], []):
+            cmd = base[:1] + base[1:5] + flags + base[5:]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode == 0:
+                self.c_openmp = bool(flags)
+                self.c_build = " ".join([Path(self.compiler).name] + base[1:5] + flags)
+                break
+            errors = proc.stderr.strip()
+        else:
+            print(f"C reference: skipped: {self.compiler} failed to build {C_SOURCE.name}:\n{errors}")
+            return None
+        lib = ctypes.CDLL(str(lib_path))
+        i8 = np.ctypeslib.ndpointer(np.int8, flags="C_CONTIGUOUS")
+        i32 = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS")
+        i64 = np.ctypeslib.ndpointer(np.int64, flags="C_CONTIGUOUS")
+        lib.play_many.argtypes = [ctypes.c_long, ctypes.c_int, i8, ctypes.c_long, i32, i8, i8, i64, i64]
+        lib.play_many.restype = None
+        lib.set_threads.argtypes = [ctypes.c_int]
+        lib.set_threads.restype = None
+        lib.max_threads.argtypes = []
+        lib.max_threads.restype = ctypes.c_int
+        return lib
+
+    def compiler_version(self):
+        try:
+            out = subprocess.run([self.compiler, "--version"], capture_output=True, text=True).stdout
+            return out.splitlines()[0].strip() if out else "?"
+        except OSError:
+            return "?"
+
+    def c_play(self, cards, sizes, threads):
+        """Play packed deals with the C reference on ``threads`` threads; returns a dict of
+        arrays (outcome, winner, cards, tricks)."""
+        lib = self.clib
+        lib.set_threads(threads)
+        n, n_players = sizes.shape
+        out = {
+            "outcome": np.empty(n, np.int8),
+            "winner": np.empty(n, np.int8),
+            "cards": np.empty(n, np.int64),
+            "tricks": np.empty(n, np.int64),
+        }
+        lib.play_many(n, n_players, cards, cards.shape[1], sizes, out["outcome"], out["winner"], out["cards"], out["tricks"])
+        return out
+
+
+FIELDS = ("outcome", "winner", "cards", "tricks")
+
+
+def as_columns(results):
+    """outcome/winner/cards/tricks as int64 arrays, from an engine recarray or a dict."""
+    return {f: np.asarray(results[f], np.int64) for f in FIELDS}
+
+
+def compare(ctx, name, got, want, cards, sizes):
+    """Check ``got`` against ``want`` (column dicts) field by field; report mismatches."""
+    bad = np.zeros(len(want["outcome"]), bool)
+    for f in FIELDS:
+        bad |= got[f] != want[f]
+    if not bad.any():
+        return True
+    from beggar_env import Deal
+    from beggar_env.core import OUTCOMES
+
+    idx = np.flatnonzero(bad)
+    ctx.fail(f"{name} disagrees with the engine on {len(idx)} of {len(bad)} games")
+    for i in idx[:5]:
+        hands, start = [], 0
+        for size in sizes[i]:
+            hands.append(cards[i, start : start + size].tolist())
+            start += size
+        show = lambda c: (OUTCOMES[c["outcome"][i]], int(c["winner"][i]), int(c["cards"][i]), int(c["tricks"][i]))
+        print(f"    game {i} {Deal.from_classes(hands)}: {name} {show(got)}, engine {show(want)}")
+    return False
+
+
+def load_python_reference():
+    """``tests/reference.py``'s ``play_reference``, or (None, why)."""
+    path = REPO / "tests" / "reference.py"
+    if not path.exists():
+        return None, f"{path.relative_to(REPO)} not found"
+    sys.path.insert(0, str(path.parent))
+    try:
+        from reference import play_reference
+    except Exception as e:  # noqa: BLE001: report anything, the other benchmarks go on
+        return None, f"importing {path.relative_to(REPO)} failed: {type(e).__name__}: {e}"
+    finally:
+        sys.path.remove(str(path.parent))
+    return play_reference, None
+
+
+def python_columns(results):
+    """Columns from the pure-Python reference's dicts (outcome as text or code, winner None or -1)."""
+    from beggar_env.core import OUTCOMES
+
+    cols = {f: [] for f in FIELDS}
+    for r in results:
+        outcome = r["outcome"]
+        cols["outcome"].append(OUTCOMES.index(outcome) if isinstance(outcome, str) else int(outcome))
+        cols["winner"].append(-1 if r["winner"] is None else int(r["winner"]))
+        cols["cards"].append(int(r["cards"]))
+        cols["tricks"].append(int(r["tricks"]))
+    return {f: np.array(v, np.int64) for f, v in cols.items()}
+
+
+# ------------------------------------------------------------------- benchmarks
+
+
+@benchmark("throughput")
+def bench_throughput(ctx):
+    """Whole random 2-player games: engine vs the C reference vs pure Python."""
+    import beggar_env
+
+    cards, sizes = ctx.deals
+    n = len(sizes)
+    all_threads = ctx.numba_threads
+    rounds = ctx.args.repeats
+    section(f"throughput: {n:,} random 2-player deals (seed {ctx.args.seed}), best of {rounds}")
+
+    t = time.perf_counter()
+    beggar_env.simulate((cards[:64], sizes[:64]), threads=1)  # JIT compile / load the cache
+    print(f"numba warm-up (compile or cache load): {time.perf_counter() - t:.2f} s")
+
+    contenders = {
+        "engine, 1 thread": (lambda: beggar_env.simulate((cards, sizes), threads=1), None, True),
+        f"engine, {all_threads} threads": (lambda: beggar_env.simulate((cards, sizes), threads=all_threads), None, True),
+    }
+    lib = ctx.clib
+    c_threads = None
+    if lib is not None:
+        c_threads = all_threads if ctx.c_openmp else None
+        contenders["C, 1 thread"] = (lambda: ctx.c_play(cards, sizes, 1), None, True)
+        if c_threads and c_threads > 1:
+            contenders[f"C, {c_threads} threads"] = (lambda: ctx.c_play(cards, sizes, c_threads), None, True)
+
+    play_reference, why = load_python_reference()
+    py_n = min(n, ctx.args.python_games)
+    if play_reference is not None and py_n > 0:
+        py_hands = []
+        for i in range(py_n):
+            hands, start = [], 0
+            for size in sizes[i]:
+                hands.append(cards[i, start : start + size].tolist())
+                start += size
+            py_hands.append(hands)
+        contenders["pure Python"] = (
+            lambda: [play_reference([list(h) for h in hands]) for hands in py_hands],
+            ctx.args.python_repeats,
+            False,  # nothing to warm up; each round costs seconds
+        )
+
+    best = interleaved_best(contenders, rounds)
+
+    # Agreement: every run of every contender, against the engine's first 1-thread run.
+    engine_name = "engine, 1 thread"
+    want = as_columns(best[engine_name][1])
+    agree = True
+    for name, (_, _, runs) in best.items():
+        py = name == "pure Python"
+        for run in runs:
+            got = python_columns(run) if py else as_columns(run)
+            w = {f: v[: len(got["outcome"])] for f, v in want.items()}
+            if not compare(ctx, name, got, w, cards, sizes):
+                agree = False
+                break
+
+    rows = []
+    for name, (seconds, first, _) in best.items():
+        games = py_n if name == "pure Python" else n
+        total_cards = int(want["cards"][:games].sum())
+        rows.append([name, f"{games:,}", f"{seconds:.3f}", fmt_rate(games / seconds), fmt_rate(total_cards / seconds)])
+    print()
+    table(["implementation", "games", "best s", "games/s", "cards/s"], rows)
+    if lib is None:
+        print("C reference: skipped (see above)")
+    elif not ctx.c_openmp:
+        print("C, all cores: skipped: the C reference was built without OpenMP")
+    if play_reference is None:
+        print(f"pure Python: skipped: {why}")
+    outcomes = np.bincount(want["outcome"], minlength=4)
+    print(
+        f"games: {outcomes[1]:,} won, {outcomes[2]:,} cycles; mean {want['cards'].mean():.1f} cards, "
+        f"{want['tricks'].mean():.1f} tricks (cards/s counts the cards of each result: a cycle's up to its first repeat)"
+    )
+    print(f"agreement (outcome, winner, cards, tricks on every game each played): {'ok' if agree else 'FAILED'}")
+
+    rate = {name: n / s if name != "pure Python" else py_n / s for name, (s, _, _) in best.items()}
+    ratio_rows = []
+
+    def ratio(label, a, b, target=None):
+        if a in rate and b in rate:
+            r = rate[a] / rate[b]
+            verdict = "" if target is None else ("ok" if r >= target else "BELOW TARGET")
+            ratio_rows.append([label, f"{r:,.2f}", "" if target is None else f">= {target}", verdict])
+        else:
+            ratio_rows.append([label, "skipped", "" if target is None else f">= {target}", ""])
+
+    ratio("engine 1 thread / C 1 thread", engine_name, "C, 1 thread", 0.9)
+    ratio(f"engine {all_threads} threads / C 1 thread", f"engine, {all_threads} threads", "C, 1 thread", 1.7)
+    if c_threads and c_threads > 1:
+        ratio(f"engine {all_threads} threads / C {c_threads} threads", f"engine, {all_threads} threads", f"C, {c_threads} threads")
+    ratio("engine 1 thread / pure Python", engine_name, "pure Python")
+    print()
+    table(["ratio (games/s)", "value", "target", ""], ratio_rows, ["<", ">", "<", "<"])
+    if lib is not None:
+        print(f"C built with: {ctx.c_build} ({ctx.compiler_version()}); OpenMP: {'yes' if ctx.c_openmp else 'no'}")
+    import numba
+
+    print(f"numba threading layer: {numba.threading_layer()}")
+
+
+@benchmark("cli")
+def bench_cli(ctx):
+    """Wall time of `beggar play DEAL` (the Kleber deal) once numba's cache is warm."""
+    section("cli: `beggar play` wall time (Kleber deal), warm JIT cache")
+    exe = Path(sys.executable).with_name("beggar")
+    exe = str(exe) if exe.exists() else shutil.which("beggar")
+    if exe is None:
+        print("beggar play: skipped: no `beggar` command (next to this Python or on PATH)")
+        return
+    cmd = [exe, "play", KLEBER]
+
+    def run():
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        return time.perf_counter() - t, proc
+
+    try:
+        first, proc = run()  # fills numba's cache if needed
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"beggar play: skipped: {type(e).__name__}: {e}")
+        return
+    if proc.returncode != 0:
+        last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+        print(f"beggar play: skipped: `beggar play` exited with status {proc.returncode}: {last}")
+        return
+    times = [run()[0] for _ in range(3)]
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], capture_output=True)
+    bare = time.perf_counter() - t
+    table(
+        ["command", "seconds"],
+        [
+            ["beggar play KLEBER (first run)", f"{first:.3f}"],
+            ["beggar play KLEBER (best of 3, warm)", f"{min(times):.3f}"],
+            ["python -c pass (for scale)", f"{bare:.3f}"],
+        ],
+    )
+    out = proc.stdout.strip().splitlines()
+    if out:
+        print("output: " + out[0] + (" ..." if len(out) > 1 else ""))
+
+
+# -------------------------------------------------------------------------- main
+
+
+def print_machine():
+    import numba
+
+    print("beggar-env benchmarks")
+    print(f"python   {platform.python_implementation()} {platform.python_version()} ({sys.executable})")
+    print(f"platform {platform.platform()}")
+    print(f"cpu      {cpu_model()}; {os.cpu_count()} CPUs, {usable_cpus()} usable")
+    print(f"numba    {numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads); numpy {np.__version__}")
+
+
+def main(argv=None):
+    names = [name for name, _, _ in BENCHMARKS]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", type=int, default=None, help="random deals to play (default 200000; --quick: 20000)")
+    parser.add_argument("--quick", action="store_true", help="fewer games and repeats: a smoke run")
+    parser.add_argument("--only", choices=names, action="append", help="run only this benchmark (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument("--seed", type=int, default=20240501, help="seed of the random deals")
+    parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 5; --quick: 2)")
+    parser.add_argument("--python-games", type=int, default=None, help="games for pure Python (default 2000; --quick: 200)")
+    parser.add_argument("--python-repeats", type=int, default=None, help="timed rounds for pure Python (default 2; --quick: 1)")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, _, doc in BENCHMARKS:
+            print(f"{name:12} {doc}")
+        return 0
+    quick = args.quick
+    args.games = args.games if args.games is not None else (20_000 if quick else 200_000)
+    args.repeats = args.repeats if args.repeats is not None else (2 if quick else 5)
+    args.python_games = args.python_games if args.python_games is not None else (200 if quick else 2000)
+    args.python_repeats = args.python_repeats if args.python_repeats is not None else (1 if quick else 2)
+    if args.games < 1 or args.repeats < 1:
+        parser.error("--games and --repeats must be at least 1")
+
+    print_machine()
+    ctx = Context(args)
+    started = time.perf_counter()
+    for name, function, _ in BENCHMARKS:
+        if args.only and name not in args.only:
+            continue
+        function(ctx)
+    print()
+    print(f"total {time.perf_counter() - started:.1f} s")
+    if ctx.failures:
+        print(f"{len(ctx.failures)} failure(s):")
+        for failure in ctx.failures:
+            print(f"  {failure}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
