@@ -18,6 +18,7 @@ Card classes: 0 numeral, 1 jack, 2 queen, 3 king, 4 ace; a court card's class is
 honour (the number of cards it demands).
 """
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -86,8 +87,14 @@ def result_dtype(n_players):
 
 
 def new_states(n_games, n_players, capacity):
-    """Zeroed state records (a recarray), to be filled by one of the ``init_*`` functions."""
-    return np.zeros(n_games, state_dtype(n_players, capacity)).view(np.recarray)
+    """Zeroed state records, to be filled by one of the ``init_*`` functions.
+
+    A plain array, which compiled functions take fastest; a recarray when the JIT is
+    disabled, so that the same code reads ``s.field`` in Python. Python code outside the
+    compiled functions reads fields as ``states["field"]``.
+    """
+    states = np.zeros(n_games, state_dtype(n_players, capacity))
+    return states.view(np.recarray) if numba.config.DISABLE_JIT else states
 
 
 def new_results(n_games, n_players):

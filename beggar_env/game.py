@@ -85,7 +85,7 @@ def play(deal, *, max_cards=None, max_tricks=None, detect_cycles=True):
     ``detect_cycles=False`` a game that never ends runs forever.
     """
     states = new_game(deal, max_cards=max_cards, max_tricks=max_tricks, extra=2)
-    result = core.new_results(1, states.hands.shape[1])
+    result = core.new_results(1, states["hands"].shape[1])
     core.finish(states[0], bool(detect_cycles), result[0], states[1], states[2])
     return GameResult.from_record(result[0])
 
@@ -99,17 +99,20 @@ def trace(deal, *, max_cards=None, max_tricks=None):
     None and ``taken`` is 0; a game that never ends stops at its first repeat.
     """
     result = play(deal, max_cards=max_cards, max_tricks=max_tricks)
-    s = new_game(deal, max_cards=max_cards, max_tricks=max_tricks)[0]
-    while s.status == core.RUNNING and not (result.outcome == "cycle" and s.tricks == result.tricks):
-        cards, tricks = int(s.cards), int(s.tricks)
-        core.step_trick(s)
-        took = int(s.tricks) > tricks
+    states = new_game(deal, max_cards=max_cards, max_tricks=max_tricks)
+    state = {name: states[name] for name in ("status", "cards", "tricks", "turn", "held")}
+    while state["status"][0] == core.RUNNING and not (
+        result.outcome == "cycle" and state["tricks"][0] == result.tricks
+    ):
+        cards, tricks = int(state["cards"][0]), int(state["tricks"][0])
+        core.step_trick(states[0])
+        took = int(state["tricks"][0]) > tricks
         yield {
-            "trick": int(s.tricks) if took else None,
-            "taker": int(s.turn) if took else None,  # the taker leads next, or has won
-            "taken": int(s.cards) - cards if took else 0,  # a trick starts from an empty pile
-            "cards": int(s.cards),
-            "hand_sizes": tuple(int(n) for n in s.held),
+            "trick": int(state["tricks"][0]) if took else None,
+            "taker": int(state["turn"][0]) if took else None,  # the taker leads next, or has won
+            "taken": int(state["cards"][0]) - cards if took else 0,  # a trick starts from an empty pile
+            "cards": int(state["cards"][0]),
+            "hand_sizes": tuple(int(n) for n in state["held"][0]),
         }
 
 
