@@ -37,17 +37,19 @@ class GameResult:
 
     @classmethod
     def from_record(cls, r):
-        cycle = int(r.outcome) == core.CYCLE
+        """From a result record of :func:`beggar_env.core.result_dtype`."""
+        cycle = int(r["outcome"]) == core.CYCLE
+        cycle_figure = {
+            name: int(r[name]) if cycle else None
+            for name in ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks")
+        }
         return cls(
-            outcome=core.OUTCOMES[int(r.outcome)],
-            winner=None if int(r.winner) < 0 else int(r.winner),
-            cards=int(r.cards),
-            tricks=int(r.tricks),
-            hand_sizes=tuple(int(n) for n in r.hand_sizes),
-            cycle_start_cards=int(r.cycle_start_cards) if cycle else None,
-            cycle_start_tricks=int(r.cycle_start_tricks) if cycle else None,
-            cycle_cards=int(r.cycle_cards) if cycle else None,
-            cycle_tricks=int(r.cycle_tricks) if cycle else None,
+            outcome=core.OUTCOMES[int(r["outcome"])],
+            winner=None if int(r["winner"]) < 0 else int(r["winner"]),
+            cards=int(r["cards"]),
+            tricks=int(r["tricks"]),
+            hand_sizes=tuple(int(n) for n in r["hand_sizes"]),
+            **cycle_figure,
         )
 
 

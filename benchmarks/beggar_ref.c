@@ -87,7 +87,12 @@ static void deal(game *g, const int8_t *cards, const int32_t *sizes, int n_playe
         if (sizes[p]) { holders++; holder = p; }
     }
     g->n_cards = k;
-    if (holders == 1) g->winner = holder;
+    if (holders == 1) { g->winner = holder; return; }
+    while (g->pos.held[g->pos.lead] == 0) { /* seat 0 must lead from an empty hand: out */
+        g->alive[g->pos.lead] = 0;
+        g->n_alive--;
+        g->pos.lead = next_alive(g, g->pos.lead);
+    }
 }
 
 /* Brent's cycle detection, from trick 1024 on like the engine (almost every game ends

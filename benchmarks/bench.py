@@ -160,7 +160,7 @@ class Context:
 
     @cached_property
     def compiler(self):
-        return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        return shutil.which(os.environ.get("CC", "cc")) or shutil.which("cc") or shutil.which("gcc")
 
     @cached_property
     def clib(self):
@@ -175,16 +175,21 @@ class Context:
         atexit.register(shutil.rmtree, build, ignore_errors=True)
         lib_path = build / "beggar_ref.so"
         base = [self.compiler, "-O3", "-march=native", "-shared", "-fPIC", str(C_SOURCE), "-o", str(lib_path)]
-        errors = ""
+        errors, built = "", False
         for flags in (["-fopenmp"], []):
-            cmd = base[:1] + base[1:5] + flags + base[5:]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            cmd = base[:5] + flags + base[5:]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+            except OSError as e:
+                errors = str(e)
+                break
             if proc.returncode == 0:
+                built = True
                 self.c_openmp = bool(flags)
                 self.c_build = " ".join([Path(self.compiler).name] + base[1:5] + flags)
                 break
             errors = proc.stderr.strip()
-        else:
+        if not built:
             print(f"C reference: skipped: {self.compiler} failed to build {C_SOURCE.name}:\n{errors}")
             return None
         lib = ctypes.CDLL(str(lib_path))
@@ -324,7 +329,7 @@ def bench_throughput(ctx):
         contenders["pure Python"] = (
             lambda: [play_reference([list(h) for h in hands]) for hands in py_hands],
             ctx.args.python_repeats,
-            False,  # nothing to warm up; each round costs seconds
+            False,  # nothing to compile; spare the machine a run
         )
 
     best = interleaved_best(contenders, rounds)
@@ -346,7 +351,7 @@ def bench_throughput(ctx):
     for name, (seconds, first, _) in best.items():
         games = py_n if name == "pure Python" else n
         total_cards = int(want["cards"][:games].sum())
-        rows.append([name, f"{games:,}", f"{seconds:.3f}", fmt_rate(games / seconds), fmt_rate(total_cards / seconds)])
+        rows.append([name, f"{games:,}", f"{seconds:.3f}", f"{games / seconds:,.0f}", fmt_rate(total_cards / seconds)])
     print()
     table(["implementation", "games", "best s", "games/s", "cards/s"], rows)
     if lib is None:
@@ -452,7 +457,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=20240501, help="seed of the random deals")
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 5; --quick: 2)")
     parser.add_argument("--python-games", type=int, default=None, help="games for pure Python (default 2000; --quick: 200)")
-    parser.add_argument("--python-repeats", type=int, default=None, help="timed rounds for pure Python (default 2; --quick: 1)")
+    parser.add_argument("--python-repeats", type=int, default=None, help="timed rounds for pure Python (default: all)")
     args = parser.parse_args(argv)
     if args.list:
         for name, _, doc in BENCHMARKS:
@@ -462,7 +467,6 @@ def main(argv=None):
     args.games = args.games if args.games is not None else (20_000 if quick else 200_000)
     args.repeats = args.repeats if args.repeats is not None else (2 if quick else 5)
     args.python_games = args.python_games if args.python_games is not None else (200 if quick else 2000)
-    args.python_repeats = args.python_repeats if args.python_repeats is not None else (1 if quick else 2)
     if args.games < 1 or args.repeats < 1:
         parser.error("--games and --repeats must be at least 1")
 

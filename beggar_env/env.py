@@ -1,0 +1,263 @@
+"""``Beggar-v0``: the Gymnasium environment for forecasting the winner."""
+
+import numpy as np
+import gymnasium as gym
+from gymnasium import spaces
+
+from . import core, task
+from .deals import check_n_players, parse_deal
+from .game import GameResult, check_limit
+
+STEP_UNITS = ("card", "trick")
+OBSERVATIONS = ("public", "full")
+FORECASTS = ("label", "probs")
+
+
+def check_choice(name, value, allowed):
+    if not isinstance(value, str) or value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"{name} must be one of {choices}, not {value!r}")
+    return value
+
+
+class EnvConfig:
+    """The options shared by ``Beggar-v0`` and its vector env, checked once."""
+
+    def __init__(self, n_players, step_unit, observation, forecast_kind, reward, max_cards, render_mode,
+                 render_modes):
+        self.n_players = check_n_players(n_players)
+        self.step_unit = check_choice("step_unit", step_unit, STEP_UNITS)
+        self.observation = check_choice("observation", observation, OBSERVATIONS)
+        self.forecast = check_choice("forecast", forecast_kind, FORECASTS)
+        self.reward = check_choice("reward", reward, task.REWARDS)
+        self.max_cards = check_limit("max_cards", max_cards)
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, render_modes)
+        self.render_mode = render_mode
+        self.full = self.observation == "full"
+        self.by_trick = self.step_unit == "trick"
+        self.reward_kind = task.REWARDS.index(reward)
+        self.layout = task.Layout(self.n_players, self.full)
+        self.n_outcomes = self.n_players + 1
+        self._labels = np.zeros(1, np.int64)
+        self._no_probs = np.zeros((1, self.n_outcomes))
+
+    def _one_label(self, label):
+        self._labels[0] = label
+        return self._labels, self._no_probs
+
+    def action_space(self):
+        if self.forecast == "label":
+            return spaces.Discrete(self.n_outcomes)
+        return spaces.Box(0.0, 1.0, (self.n_outcomes,), np.float32)
+
+    def check_deal(self, deal):
+        deal = parse_deal(deal)
+        if deal.n_players != self.n_players:
+            raise ValueError(f"the deal has {deal.n_players} players, the env n_players={self.n_players}")
+        if deal.n_cards > task.PILE_SLOTS:
+            raise ValueError(f"the deal has {deal.n_cards} cards; the env plays at most {task.PILE_SLOTS}")
+        return deal
+
+    def forecasts(self, actions, n_envs):
+        """Actions as the kernels take them: (labels, probs); labels -1 when probs are used."""
+        if self.forecast == "label":
+            if n_envs == 1 and type(actions) in (int, np.int64) and 0 <= actions <= self.n_players:
+                return self._one_label(actions)  # the common case, kept cheap
+            labels = np.asarray(actions)
+            if labels.shape not in ((), (n_envs,)) or not np.issubdtype(labels.dtype, np.integer):
+                raise ValueError(
+                    f"a 'label' forecast is an int in 0..{self.n_players} (a seat, or {self.n_players} "
+                    f"for no winner), got {actions!r}"
+                )
+            labels = labels.reshape(n_envs).astype(np.int64)
+            if ((labels < 0) | (labels > self.n_players)).any():
+                raise ValueError(
+                    f"a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
+                    f"(no winner), got {actions!r}"
+                )
+            return labels, np.zeros((n_envs, self.n_outcomes))
+        probs = np.asarray(actions, dtype=np.float64)
+        if probs.shape not in ((self.n_outcomes,), (n_envs, self.n_outcomes)):
+            raise ValueError(
+                f"a 'probs' forecast has shape ({self.n_outcomes},): one weight per seat and one for "
+                f"no winner; got shape {probs.shape}"
+            )
+        probs = probs.reshape(n_envs, self.n_outcomes)
+        if not np.isfinite(probs).all() or (probs < 0).any():
+            raise ValueError(f"a 'probs' forecast must be finite and >= 0, got {actions!r}")
+        if (probs.sum(axis=1) <= 0).any():
+            raise ValueError("a 'probs' forecast must not be all zero")
+        return np.full(n_envs, -1, np.int64), probs
+
+
+def final_info(result):
+    """The end-of-game facts for ``info``, from a result record."""
+    result = GameResult.from_record(result)
+    info = {"outcome": result.outcome, "winner": result.winner, "hand_sizes": result.hand_sizes}
+    if result.outcome == "cycle":
+        for name in ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks"):
+            info[name] = getattr(result, name)
+    return info
+
+
+class BeggarEnv(gym.Env):
+    """Beggar-My-Neighbour, played out while the agent forecasts who will win.
+
+    ## Description
+    Beggar-My-Neighbour (RULES.md in the project) is a card game without decisions: once
+    the cards are dealt, the game plays itself. The agent watches the table as the players
+    see it and, at every step, forecasts the outcome: which seat will win, or that nobody
+    will (a game that never ends, or a draw at the agreed time limit). The game is played
+    by the project's compiled rules engine, exactly as the deal says.
+
+    ## Action space
+    With ``forecast="label"``: ``Discrete(n_players + 1)``, a seat, or ``n_players`` for
+    "no winner". With ``forecast="probs"``: ``Box(0, 1, (n_players + 1,), float32)``,
+    weights over the same outcomes, normalised by the env (they must not all be zero).
+
+    ## Observation space
+    A ``Dict`` of int32 arrays, new on every call. ``observation="public"`` (what
+    players at the table see):
+
+    | key | shape | meaning |
+    |---|---|---|
+    | ``hand_sizes`` | (n_players,) | cards in each hand |
+    | ``pile`` | (52,) | the pile in play order: 0 numeral, 1 J, 2 Q, 3 K, 4 A; -1 = empty slot |
+    | ``pile_size`` | () | cards in the pile |
+    | ``turn`` | () | the seat to play next |
+    | ``owed`` | () | cards still owed to ``court`` (0: none) |
+    | ``court`` | () | the seat that laid the last court card, -1 if none |
+    | ``alive`` | (n_players,) | 1 for seats still in the game |
+    | ``cards`` | () | cards played so far |
+    | ``tricks`` | () | piles taken so far |
+
+    ``observation="full"`` adds ``hands`` (n_players, 52): every hand's classes from the
+    top, -1 after the last card. It makes the outcome computable (for oracle baselines).
+    ``gymnasium.wrappers.FlattenObservation`` turns either into one vector.
+
+    ## Rewards
+    Every step scores the forecast against the true outcome at once (a dense reward):
+    the game is deterministic, so the env knows the outcome from the start (it plays the
+    deal ahead at reset, which costs microseconds). ``reward="accuracy"``: 1 if the most
+    probable outcome is the true one, else 0. ``"brier"``: minus the squared error of the
+    probabilities (0 at best, -2 at worst). ``"log"``: the log probability given to the
+    true outcome, clipped at log(1e-6) so it is always finite (0 at best). A label
+    forecast counts as probability 1 on that label. Always naming the true outcome earns
+    the maximum reward at every step.
+
+    ## Starting state
+    A shuffled standard deck dealt one card at a time from seat 0 (so with 3 players
+    seat 0 holds 18 cards), drawn from the env's seeded generator; or the deal given as
+    ``reset(options={"deal": ...})`` (a string in any notation ``parse_deal`` reads, or a
+    ``Deal``, with ``n_players`` hands and at most 52 cards), played exactly as given.
+
+    ## Episode end
+    Each step plays one card (``step_unit="card"``) or one trick (``"trick"``: until the
+    pile is taken or the game ends). The episode terminates when a player holds every
+    card, when the game is found never to end (at the first repeated trick-start
+    position: outcome "cycle"), or at the agreed time limit ``max_cards`` (most cards in
+    hand wins, a tie is a draw). Episodes are never truncated by the env. A game can be
+    over at reset (one hand holds every card): the first step then scores the forecast
+    and terminates.
+
+    ## Info
+    ``cards`` and ``tricks`` played at every step; when the episode ends also
+    ``outcome`` ("win", "cycle" or "limit"), ``winner`` (a seat or None), ``hand_sizes``
+    and, for a cycle, ``cycle_start_cards``, ``cycle_start_tricks``, ``cycle_cards`` and
+    ``cycle_tricks``.
+
+    ## Arguments
+    ``gym.make("Beggar-v0", n_players=2, step_unit="card", observation="public",
+    forecast="label", reward="accuracy", max_cards=None, render_mode=None)``;
+    ``render_mode`` is ``"ansi"`` (a text table) or ``"rgb_array"`` (a picture of the
+    table: hands as card backs with their counts, the pile face up, the honour owed).
+    ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
+
+    ## Version history
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, n_players=2, step_unit="card", observation="public", forecast="label",
+                 reward="accuracy", max_cards=None, render_mode=None):
+        self.config = EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
+                                self.metadata["render_modes"])
+        self.render_mode = render_mode
+        self.observation_space = self.config.layout.space()
+        self.action_space = self.config.action_space()
+        p = self.config.n_players
+        self._states = core.new_states(1, p, task.CAPACITY)
+        self._ahead = core.new_states(3, p, task.CAPACITY).reshape(1, 3)
+        self._results = core.new_results(1, p).view(np.ndarray)
+        self._truth = np.zeros(1, np.int64)
+        self._obs = np.zeros((1, self.config.layout.size), np.int32)
+        self._rewards = np.zeros(1)
+        self._terminated = np.zeros(1, np.bool_)
+        self._bind_views()
+        self._started = False
+
+    def _bind_views(self):
+        self._cards, self._tricks, self._status = (self._states[name] for name in ("cards", "tricks", "status"))
+
+    def __getstate__(self):  # views do not survive a copy: rebind them
+        state = self.__dict__.copy()
+        for name in ("_cards", "_tricks", "_status"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._bind_views()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        deal = options.pop("deal", None)
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; the only option is 'deal'")
+        c = self.config
+        if deal is None:
+            task.reset_shuffled(
+                self._states, self.np_random.integers(0, 2**64, dtype=np.uint64), 0, np.ones(1, np.bool_),
+                c.max_cards, self._ahead, self._results, self._truth, c.full, self._obs)
+        else:
+            deal = c.check_deal(deal)
+            task.reset_dealt(
+                self._states, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), c.max_cards,
+                self._ahead, self._results, self._truth, c.full, self._obs)
+        self._started = True
+        self._over = False
+        return self._observation(), self._info()
+
+    def step(self, action):
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        if self._over:
+            raise RuntimeError("the episode has ended: call reset()")
+        labels, probs = self.config.forecasts(action, 1)
+        task.step(self._states, labels, probs, self.config.reward_kind, self.config.by_trick,
+                      self._results, self._truth, self.config.full, self._obs, self._rewards, self._terminated)
+        self._over = bool(self._terminated[0])
+        return self._observation(), float(self._rewards[0]), self._over, False, self._info()
+
+    def _observation(self):
+        return self.config.layout.split(self._obs[0].copy())
+
+    def _info(self):
+        info = {"cards": int(self._cards[0]), "tricks": int(self._tricks[0])}
+        if self._status[0] != core.RUNNING:
+            info.update(final_info(self._results[0]))
+        return info
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() was called without a render_mode; pass render_mode= to gym.make")
+            return None
+        from . import render
+
+        table = self.config.layout.split(self._obs[0])
+        if self.render_mode == "ansi":
+            return render.text_table(table)
+        return render.draw_table(table)
