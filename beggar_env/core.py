@@ -18,6 +18,8 @@ Card classes: 0 numeral, 1 jack, 2 queen, 3 king, 4 ace; a court card's class is
 honour (the number of cards it demands).
 """
 
+import functools
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -42,6 +44,7 @@ def capacity_for(n_cards):
     return max(8, 1 << (max(n_cards, 1) - 1).bit_length())
 
 
+@functools.cache  # one dtype object per shape: numba's dispatcher types arrays fastest so
 def state_dtype(n_players, capacity):
     """The numpy record type of one game's state."""
     return np.dtype(
@@ -68,6 +71,7 @@ def state_dtype(n_players, capacity):
     )
 
 
+@functools.cache
 def result_dtype(n_players):
     """The numpy record type of one game's result (see :func:`finish`)."""
     return np.dtype(

@@ -5,9 +5,10 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from . import core, task
-from .deals import check_n_players, parse_deal
+from .deals import as_seed, check_n_players, parse_deal
 from .game import GameResult, check_limit
 
+_ONE = np.ones(1, np.bool_)
 STEP_UNITS = ("card", "trick")
 OBSERVATIONS = ("public", "full")
 FORECASTS = ("label", "probs")
@@ -187,23 +188,21 @@ class BeggarEnv(gym.Env):
         self.render_mode = render_mode
         self.observation_space = self.config.layout.space()
         self.action_space = self.config.action_space()
-        p = self.config.n_players
-        self._states = core.new_states(1, p, task.CAPACITY)
-        self._ahead = core.new_states(3, p, task.CAPACITY).reshape(1, 3)
-        self._results = core.new_results(1, p).view(np.ndarray)
-        self._truth = np.zeros(1, np.int64)
+        self._states, self._ahead, self._results, self._envs = task.new_envs(1, self.config.n_players)
         self._obs = np.zeros((1, self.config.layout.size), np.int32)
-        self._rewards = np.zeros(1)
-        self._terminated = np.zeros(1, np.bool_)
         self._bind_views()
+        self._seeded = False
         self._started = False
+
+    _VIEWS = ("_cards", "_tricks", "_status", "_reward", "_terminated")
 
     def _bind_views(self):
         self._cards, self._tricks, self._status = (self._states[name] for name in ("cards", "tricks", "status"))
+        self._reward, self._terminated = self._envs["reward"], self._envs["terminated"]
 
     def __getstate__(self):  # views do not survive a copy: rebind them
         state = self.__dict__.copy()
-        for name in ("_cards", "_tricks", "_status"):
+        for name in self._VIEWS:
             del state[name]
         return state
 
@@ -218,15 +217,18 @@ class BeggarEnv(gym.Env):
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; the only option is 'deal'")
         c = self.config
+        if seed is not None or not self._seeded:  # a new stream of deals
+            self._envs["seed"][0] = as_seed(seed) if seed is not None else self.np_random.integers(
+                0, 2**64, dtype=np.uint64)
+            self._envs["episode"][0] = 0
+            self._seeded = True
         if deal is None:
-            task.reset_shuffled(
-                self._states, self.np_random.integers(0, 2**64, dtype=np.uint64), 0, np.ones(1, np.bool_),
-                c.max_cards, self._ahead, self._results, self._truth, c.full, self._obs)
+            task.reset_random(self._states, self._ahead, self._results, self._envs, _ONE, c.max_cards, c.full,
+                              self._obs)
         else:
             deal = c.check_deal(deal)
-            task.reset_dealt(
-                self._states, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), c.max_cards,
-                self._ahead, self._results, self._truth, c.full, self._obs)
+            task.reset_dealt(self._states, self._ahead, self._results, self._envs, 0, deal.classes(),
+                             np.array(deal.hand_sizes, np.int32), c.max_cards, c.full, self._obs)
         self._started = True
         self._over = False
         return self._observation(), self._info()
@@ -236,11 +238,12 @@ class BeggarEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._over:
             raise RuntimeError("the episode has ended: call reset()")
-        labels, probs = self.config.forecasts(action, 1)
-        task.step(self._states, labels, probs, self.config.reward_kind, self.config.by_trick,
-                      self._results, self._truth, self.config.full, self._obs, self._rewards, self._terminated)
+        c = self.config
+        labels, probs = c.forecasts(action, 1)
+        task.step(self._states, self._ahead, self._results, self._envs, labels, probs, c.reward_kind, c.by_trick,
+                  c.max_cards, c.full, task.DISABLED, self._obs, self._obs, self._results)
         self._over = bool(self._terminated[0])
-        return self._observation(), float(self._rewards[0]), self._over, False, self._info()
+        return self._observation(), float(self._reward[0]), self._over, False, self._info()
 
     def _observation(self):
         return self.config.layout.split(self._obs[0].copy())

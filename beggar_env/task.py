@@ -8,6 +8,7 @@ Gymnasium ``Dict`` observation is a set of views of that row (see :class:`Layout
 
 import math
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -55,6 +56,10 @@ class Layout:
             self.slices[name] = (slice(start, start + size), shape)
             start += size
         self.size = start
+        self._row_index = [  # (k, ...) gives a 0-d view where row[k] would give a scalar
+            (name, (cut.start, Ellipsis) if shape == () else cut) for name, (cut, shape) in self.slices.items()
+        ]
+        self._matrices = [name for name, (_, shape) in self.slices.items() if len(shape) > 1]
 
     def space(self, batch_shape=()):
         """The Gymnasium ``Dict`` space of these observations."""
@@ -70,13 +75,13 @@ class Layout:
     def split(self, rows):
         """The fields of flat rows (shape ``(..., size)``) as a dict of views."""
         lead = rows.shape[:-1]
-        return {
-            name: rows[..., cut] if len(shape) == 1
-            else rows[..., cut.start] if shape == () and lead  # a view of one column
-            else rows[cut.start, ...] if shape == ()  # a 0-d view, not a numpy scalar
-            else rows[..., cut].reshape(lead + shape)
-            for name, (cut, shape) in self.slices.items()
-        }
+        if lead:
+            return {name: rows[..., cut].reshape(lead + shape) for name, (cut, shape) in self.slices.items()}
+        # One row, on every env step: precomputed indices, a reshape only for 2-d fields.
+        fields = {name: rows[index] for name, index in self._row_index}
+        for name in self._matrices:
+            fields[name] = fields[name].reshape(self.slices[name][1])
+        return fields
 
 
 @njit(cache=True)
@@ -145,46 +150,88 @@ def score(label, probs, truth, kind):
 
 
 # --------------------------------------------------------------------------- kernels
-# `ahead[i]` holds three scratch records for env i (the game played ahead and finish's
-# two), `results[i]` the outcome of env i's game, known from its start.
+# A batch of envs is: `states[i]`, the game of env i; `ahead[i]`, three scratch records
+# (the game played ahead and finish's two); `results[i]`, the outcome of env i's game,
+# known from its start; `envs[i]`, the env's own record (ENV_DTYPE).
+
+DISABLED, NEXT_STEP, SAME_STEP = 0, 1, 2  # autoreset modes
+
+ENV_DTYPE = np.dtype(
+    [
+        ("truth", np.int64),  # the true outcome: the winner's seat, or n_players for none
+        ("seed", np.uint64),  # the env's stream of random deals ...
+        ("episode", np.uint64),  # ... and the number of deals drawn from it
+        ("reward", np.float64),  # of the last step
+        ("terminated", np.uint8),  # by the last step
+    ],
+    align=True,
+)
+
+
+def new_envs(n_envs, n_players):
+    """The arrays of a batch of envs (states, ahead, results, envs), ready to be dealt."""
+    envs = np.zeros(n_envs, ENV_DTYPE)
+    results = core.new_results(n_envs, n_players)
+    states = core.new_states(n_envs, n_players, CAPACITY)
+    ahead = core.new_states(3 * n_envs, n_players, CAPACITY).reshape(n_envs, 3)
+    if not numba.config.DISABLE_JIT:
+        results = results.view(np.ndarray)
+    else:
+        envs = envs.view(np.recarray)
+    return states, ahead, results, envs
 
 
 @njit(cache=True)
-def _prepare(states, i, ahead, results, truth, full, obs):
+def _prepare(states, ahead, results, envs, i, full, obs):
     """Env i's game has just been dealt: play it ahead to learn its outcome."""
     core.copy_state(states[i], ahead[i, 0])
     core.finish(ahead[i, 0], True, results[i], ahead[i, 1], ahead[i, 2])
     winner = results[i].winner
-    truth[i] = winner if winner >= 0 else states[i].held.shape[0]
+    envs[i].truth = winner if winner >= 0 else states[i].held.shape[0]
+    envs[i].terminated = 0
     write_observation(states[i], obs[i], full)
 
 
 @njit(cache=True)
-def reset_dealt(states, i, cards, hand_sizes, max_cards, ahead, results, truth, full, obs):
+def _deal_random(states, ahead, results, envs, i, max_cards, full, obs):
+    deck = np.empty(core.DECK_SIZE, np.int64)
+    key = core.stream_key(envs[i].seed, envs[i].episode)
+    envs[i].episode += np.uint64(1)
+    core.init_shuffled_state(states[i], key, max_cards, core.NO_LIMIT, deck)
+    _prepare(states, ahead, results, envs, i, full, obs)
+
+
+@njit(cache=True)
+def reset_dealt(states, ahead, results, envs, i, cards, hand_sizes, max_cards, full, obs):
     """Deal env i an explicit deal (classes, hand after hand)."""
     core.init_state(states[i], cards, hand_sizes, max_cards, core.NO_LIMIT)
-    _prepare(states, i, ahead, results, truth, full, obs)
+    _prepare(states, ahead, results, envs, i, full, obs)
 
 
-def _reset_shuffled(states, seed, first, mask, max_cards, ahead, results, truth, full, obs):
-    """Deal every env i with ``mask[i]`` the shuffled deck ``first + i`` of stream ``seed``."""
+def _reset_random(states, ahead, results, envs, mask, max_cards, full, obs):
+    """Deal every env i with ``mask[i]`` the next deal of its random stream."""
     for i in prange(states.shape[0]):
         if mask[i]:
-            deck = np.empty(core.DECK_SIZE, np.int64)
-            key = core.stream_key(seed, np.uint64(first + i))
-            core.init_shuffled_state(states[i], key, max_cards, core.NO_LIMIT, deck)
-            _prepare(states, i, ahead, results, truth, full, obs)
+            _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
 
 
-def _step(states, labels, probs, kind, by_trick, results, truth, full, obs, rewards, terminated):
+def _step(states, ahead, results, envs, labels, probs, kind, by_trick, max_cards, full, autoreset,
+          obs, final_obs, final_results):
     """Score each env's forecast, then advance its game by a card or a trick.
 
     A game that never ends stops at its first repeated position (status CYCLE). An env
-    whose game is over is scored and left as it is.
+    whose game is over is scored and left as it is, unless ``autoreset`` deals it anew:
+    NEXT_STEP on the step after it ended (no score: reward 0), SAME_STEP at once (its
+    last observation and result are kept in ``final_obs`` and ``final_results``).
     """
     for i in prange(states.shape[0]):
+        e = envs[i]
+        if autoreset == NEXT_STEP and e.terminated:
+            _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
+            e.reward = 0.0
+            continue
+        e.reward = score(labels[i], probs[i], e.truth, kind)
         s = states[i]
-        rewards[i] = score(labels[i], probs[i], truth[i], kind)
         if s.status == core.RUNNING:
             if by_trick:
                 core.step_trick(s)
@@ -192,13 +239,18 @@ def _step(states, labels, probs, kind, by_trick, results, truth, full, obs, rewa
                 core.step_card(s)
             if s.status == core.RUNNING and results[i].outcome == core.CYCLE and s.tricks == results[i].tricks:
                 s.status = core.CYCLE
-        terminated[i] = s.status != core.RUNNING
+        e.terminated = s.status != core.RUNNING
         write_observation(s, obs[i], full)
+        if autoreset == SAME_STEP and e.terminated:
+            final_obs[i, :] = obs[i]
+            final_results[i] = results[i]
+            _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
+            e.terminated = 1  # _deal_random cleared it; this step did end an episode
 
 
 # One source, two builds: serial for a single env (no thread start-up per step),
 # parallel for the vector env. `prange` is a plain range in the serial build.
 step = njit(cache=True)(_step)
 step_parallel = njit(cache=True, parallel=True)(_step)
-reset_shuffled = njit(cache=True)(_reset_shuffled)
-reset_shuffled_parallel = njit(cache=True, parallel=True)(_reset_shuffled)
+reset_random = njit(cache=True)(_reset_random)
+reset_random_parallel = njit(cache=True, parallel=True)(_reset_random)
