@@ -28,7 +28,11 @@ def _register():
     import gymnasium
 
     if "Beggar-v0" not in gymnasium.registry:
-        gymnasium.register(id="Beggar-v0", entry_point="beggar_env.env:BeggarEnv")
+        gymnasium.register(
+            id="Beggar-v0",
+            entry_point="beggar_env.env:BeggarEnv",
+            vector_entry_point="beggar_env.vector:BeggarVectorEnv",
+        )
 
 
 _register()

@@ -193,6 +193,15 @@ def stream_key(seed, index):
 
 
 @njit(cache=True)
+def stream_keys(seed, n):
+    """The keys of items 0 .. n-1 of the stream seeded by ``seed``."""
+    keys = np.empty(n, np.uint64)
+    for i in range(n):
+        keys[i] = stream_key(seed, np.uint64(i))
+    return keys
+
+
+@njit(cache=True)
 def shuffle_deck(key, deck):
     """Fill ``deck`` with the card ids 0..51 in the order shuffled by ``key`` (Fisher-Yates)."""
     for k in range(DECK_SIZE):

@@ -95,7 +95,11 @@ class EnvConfig:
 def final_info(result):
     """The end-of-game facts for ``info``, from a result record."""
     result = GameResult.from_record(result)
-    info = {"outcome": result.outcome, "winner": result.winner, "hand_sizes": result.hand_sizes}
+    info = {
+        "outcome": result.outcome,
+        "winner": -1 if result.winner is None else result.winner,
+        "hand_sizes": np.array(result.hand_sizes, np.int64),
+    }
     if result.outcome == "cycle":
         for name in ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks"):
             info[name] = getattr(result, name)
@@ -164,7 +168,8 @@ class BeggarEnv(gym.Env):
 
     ## Info
     ``cards`` and ``tricks`` played at every step; when the episode ends also
-    ``outcome`` ("win", "cycle" or "limit"), ``winner`` (a seat or None), ``hand_sizes``
+    ``outcome`` ("win", "cycle" or "limit"), ``winner`` (a seat, or -1 for none: a cycle
+    or a draw; an int always, so that vector envs can batch it), ``hand_sizes``
     and, for a cycle, ``cycle_start_cards``, ``cycle_start_tricks``, ``cycle_cards`` and
     ``cycle_tricks``.
 

@@ -72,7 +72,7 @@ def test_every_vector_replays_exactly_and_the_truth_earns_the_best_reward(vector
             final = steps[-1][3]
             assert (final["outcome"], final["cards"], final["tricks"]) == (
                 vector["outcome"], vector["cards"], vector["tricks"])
-            assert final["winner"] == vector["winner"]
+            assert final["winner"] == (-1 if vector["winner"] is None else vector["winner"])
             if vector["outcome"] == "cycle":
                 assert (final["cycle_start_cards"], final["cycle_start_tricks"], final["cycle_cards"],
                         final["cycle_tricks"]) == (vector["cycle_start_cards"], vector["cycle_start_tricks"],
@@ -150,7 +150,8 @@ def test_max_cards_is_the_agreed_limit():
     steps = run_episode(env, lambda obs, info: 0, options={"deal": deal})
     assert len(steps) - 1 == 100
     final = steps[-1][3]
-    assert (final["outcome"], final["winner"], final["hand_sizes"]) == ("limit", expected.winner, expected.hand_sizes)
+    assert (final["outcome"], final["winner"]) == ("limit", expected.winner)
+    assert tuple(final["hand_sizes"]) == expected.hand_sizes
 
 
 def trajectory(seed, **kwargs):
@@ -186,7 +187,10 @@ def test_copies_mid_episode_carry_on_identically(clone, step_unit):
         a, b = env.step(1), twin.step(1)
         for key in a[0]:
             np.testing.assert_array_equal(a[0][key], b[0][key])
-        assert a[1:] == b[1:]
+        assert a[1:4] == b[1:4]
+        assert a[4].keys() == b[4].keys()
+        for key in a[4]:
+            np.testing.assert_array_equal(a[4][key], b[4][key])
         if a[2]:
             break
     assert a[2] and "outcome" in a[4]
