@@ -69,6 +69,19 @@ def build_parser():
     s.add_argument("--json", action="store_true", help="print the raw results as JSON")
     s.add_argument("--out", metavar="FILE.npz", help="save the raw results as .npz")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    d = commands.add_parser("dataset", help="generate a labelled dataset", allow_abbrev=False,
+                            description="Generate observations of random games labelled with their outcomes.")
+    d.add_argument("--games", type=_count(1), required=True, metavar="N", help="number of games")
+    d.add_argument("--players", type=int, choices=(2, 3, 4), default=2, metavar="P", help="2, 3 or 4 (default 2)")
+    d.add_argument("--samples", default="card", metavar="card|trick|K",
+                   help="a sample before every card (default), every trick, or K random points per game")
+    d.add_argument("--observation", choices=("public", "full"), default="public", help="default public")
+    d.add_argument("--seed", type=_count(0), metavar="S", help="seed (default: a fresh one, printed)")
+    d.add_argument("--threads", type=_count(1), metavar="T", help="threads (default: all cores)")
+    d.add_argument("--max-cards", type=_count(0), metavar="N", help="the agreed time limit, in cards played")
+    d.add_argument("--out", required=True, metavar="FILE.npz", help="where to save it (beggar_env.datasets.load)")
+    d.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -180,12 +193,23 @@ def _progress_bar(total, disable):
     return bar, lambda done: bar.update(done - bar.n)
 
 
-def _cmd_simulate(args):
-    if args.out is not None:
-        folder = os.path.dirname(os.path.abspath(args.out))
+def _check_out(command, path):
+    if path is not None:
+        folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            raise UsageError(f"beggar simulate: --out: no such folder: {folder}")
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+            raise UsageError(f"beggar {command}: --out: no such folder: {folder}")
+
+
+def _seed(args):
+    """The seed asked for, or a fresh one (printed, so that the run can be repeated)."""
+    if args.seed is not None:
+        return args.seed
+    return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def _cmd_simulate(args):
+    _check_out("simulate", args.out)
+    seed = _seed(args)
     bar, progress = _progress_bar(args.games, disable=args.no_progress)
     started = time.perf_counter()
     try:
@@ -207,7 +231,33 @@ def _cmd_simulate(args):
         print(f"raw results saved to {args.out}")
 
 
-COMMANDS = {"play": _cmd_play, "simulate": _cmd_simulate}
+def _cmd_dataset(args):
+    from . import datasets
+
+    samples = args.samples
+    if samples not in ("card", "trick"):
+        try:
+            samples = _count(1)(samples)
+        except argparse.ArgumentTypeError:
+            raise UsageError(f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {samples!r}")
+    _check_out("dataset", args.out)
+    seed = _seed(args)
+    bar, progress = _progress_bar(args.games, disable=args.no_progress)
+    started = time.perf_counter()
+    try:
+        dataset = datasets.generate(args.games, n_players=args.players, observation=args.observation,
+                                    samples=samples, seed=seed, threads=args.threads, max_cards=args.max_cards,
+                                    progress=progress)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - started
+    dataset.save(args.out)
+    print(f"{len(dataset)} samples of {args.games} games ({args.players} players, {args.observation} "
+          f"observation, samples={args.samples}, seed {seed}) saved to {args.out}")
+    print(f"{len(dataset) / seconds:,.0f} samples/s ({seconds:.2f} s)")
+
+
+COMMANDS = {"play": _cmd_play, "simulate": _cmd_simulate, "dataset": _cmd_dataset}
 
 
 def parse_args(argv):

@@ -114,3 +114,26 @@ def test_bad_input_gives_one_line_and_status_2(args, words):
     assert "Traceback" not in run.stderr
     for word in words:
         assert word in lines[0]
+
+
+def test_dataset_command_saves_what_the_api_generates(tmp_path):
+    from beggar_env import datasets
+
+    path = tmp_path / "data.npz"
+    run = beggar("dataset", "--games", "200", "--players", "3", "--samples", "4", "--seed", "9", "--out", str(path))
+    assert run.returncode == 0, run.stderr
+    assert "800 samples of 200 games" in run.stdout and "samples/s" in run.stdout
+    saved = datasets.load(path)
+    expected = datasets.generate(200, n_players=3, samples=4, seed=9)
+    np.testing.assert_array_equal(saved.observations, expected.observations)
+    np.testing.assert_array_equal(saved.winner, expected.winner)
+
+
+@pytest.mark.parametrize("args, word", [
+    (["dataset", "--games", "5", "--samples", "all", "--out", "x.npz"], "--samples"),
+    (["dataset", "--games", "5"], "--out"),
+    (["dataset", "--games", "5", "--observation", "secret", "--out", "x.npz"], "--observation"),
+])
+def test_dataset_bad_input(args, word):
+    run = beggar(*args)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr
