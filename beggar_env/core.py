@@ -40,13 +40,22 @@ CLASS_OF_CARD_ID = np.array([max(0, id_ // 4 - 8) for id_ in range(DECK_SIZE)], 
 
 
 def capacity_for(n_cards):
-    """Ring-buffer length for a game of ``n_cards`` cards (a power of two, at least 8)."""
-    return max(8, 1 << (max(n_cards, 1) - 1).bit_length())
+    """Ring-buffer length for a game of ``n_cards`` cards: a power of two, at least 64.
+
+    One size for every deal of up to 64 cards means one compilation, and it keeps the
+    record sizes of different shapes apart (see :func:`state_dtype`).
+    """
+    return max(64, 1 << (max(n_cards, 1) - 1).bit_length())
 
 
 @functools.cache  # one dtype object per shape: numba's dispatcher types arrays fastest so
 def state_dtype(n_players, capacity):
-    """The numpy record type of one game's state."""
+    """The numpy record type of one game's state.
+
+    numba names compiled functions after the byte size of their record arguments, not
+    their fields, so two record types of one size would share (and mix up) compiled code:
+    every record type here has a size of its own (the tests check it).
+    """
     return np.dtype(
         [
             ("hands", np.int8, (n_players, capacity)),  # ring buffers of card classes
@@ -80,7 +89,7 @@ def result_dtype(n_players):
             ("winner", np.int8),  # seat, or -1 (cycle, or a draw at the limit)
             ("cards", np.int64),
             ("tricks", np.int64),
-            ("hand_sizes", np.int32, (n_players,)),
+            ("hand_sizes", np.int64, (n_players,)),  # int64: the size differs with n_players
             ("cycle_start_cards", np.int64),  # -1 unless outcome is CYCLE
             ("cycle_start_tricks", np.int64),
             ("cycle_cards", np.int64),

@@ -25,7 +25,7 @@ SUITS = "CDHS"
 _SUIT_SYMBOLS = {"♣": "C", "♦": "D", "♥": "H", "♠": "S", "♧": "C", "♢": "D", "♡": "H", "♤": "S"}
 _CLASS_OF_RANK = {rank: max(0, i - 8) for i, rank in enumerate(RANKS)}
 _CLASS_OF_RANK["-"] = core.NUMERAL  # a numeral of unknown rank
-_TOKEN = re.compile(r"^(10|[2-9]|[JQKA]|-)([CDHS]?)$")
+_TOKEN = re.compile(r"^(?:(10|[2-9]|[JQKA])([CDHS]?)|(-)())$")  # '-': a numeral, no suit
 _RANK_HINTS = set("0123456789,CDHScdhs") | set(_SUIT_SYMBOLS)
 _EXPECTED = "expected 2-10, J, Q, K or A, optionally with a suit C, D, H, S"
 
@@ -69,7 +69,13 @@ class Deal:
     @classmethod
     def from_classes(cls, hands):
         """A deal from per-hand sequences of card classes (0 numeral, 1-4 J Q K A)."""
-        return cls(tuple(tuple(core.CLASS_SYMBOLS[int(c)] for c in hand) for hand in hands))
+        tokens = []
+        for seat, hand in enumerate(hands):
+            for position, c in enumerate(hand, 1):
+                if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c <= core.ACE:
+                    raise ValueError(f"seat {seat}, card {position}: {c!r} is not a card class (0-4)")
+            tokens.append(tuple(core.CLASS_SYMBOLS[int(c)] for c in hand))
+        return cls(tuple(tokens))
 
     def __str__(self):
         return format_deal(self)
@@ -116,7 +122,7 @@ def _parse_rank_hand(seat, text):
         match = _TOKEN.match(word.upper())
         if not match:
             raise ValueError(f"seat {seat}, card {position}: unknown card {word!r} ({_EXPECTED})")
-        hand.append(match.group(1) + match.group(2))
+        hand.append(word.upper())
     return tuple(hand)
 
 
