@@ -124,25 +124,23 @@ def result_dict(result):
 
 
 def record_dict(record):
-    """One record of simulate()'s recarray as a plain dict in GameResult's terms."""
+    """One record of simulate()'s result array as a plain dict in GameResult's terms."""
     import beggar_env
-
-    outcome = beggar_env.OUTCOMES[int(record.outcome)]
 
     def opt(value):
         value = int(value)
         return None if value < 0 else value
 
     return {
-        "outcome": outcome,
-        "winner": opt(record.winner),
-        "cards": int(record.cards),
-        "tricks": int(record.tricks),
-        "hand_sizes": tuple(int(n) for n in record.hand_sizes),
-        "cycle_start_cards": opt(record.cycle_start_cards),
-        "cycle_start_tricks": opt(record.cycle_start_tricks),
-        "cycle_cards": opt(record.cycle_cards),
-        "cycle_tricks": opt(record.cycle_tricks),
+        "outcome": beggar_env.OUTCOMES[int(record["outcome"])],
+        "winner": opt(record["winner"]),
+        "cards": int(record["cards"]),
+        "tricks": int(record["tricks"]),
+        "hand_sizes": tuple(int(n) for n in record["hand_sizes"]),
+        "cycle_start_cards": opt(record["cycle_start_cards"]),
+        "cycle_start_tricks": opt(record["cycle_start_tricks"]),
+        "cycle_cards": opt(record["cycle_cards"]),
+        "cycle_tricks": opt(record["cycle_tricks"]),
     }
 
 

@@ -3,7 +3,6 @@
 
 from collections import defaultdict
 
-import pytest
 from conftest import (
     CYCLE_FIELDS,
     hands_of,
