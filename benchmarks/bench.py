@@ -6,6 +6,9 @@ Each benchmark is a function registered with ``@benchmark("name")`` that prints 
 section; they share one :class:`Context` (the options, the deals, the compiled C
 reference), built lazily so that ``--only`` pays only for what it uses. A benchmark
 that finds a wrong result calls ``ctx.fail(...)``; the script then exits with status 1.
+Timings never fail the run: a target is printed with "ok" or "below target". Each
+benchmark also records its headline numbers (``ctx.figure``), printed last as a block of
+"README figures".
 
 Timings: every contender is run once untimed first (numba's JIT compilation, caches,
 page faults), then the contenders are run in turn, round after round, and each keeps
@@ -15,6 +18,7 @@ everyone instead of landing on one contender.
 
 import argparse
 import atexit
+import copy
 import ctypes
 import os
 import platform
@@ -62,6 +66,11 @@ def fmt_rate(x):
         if x >= scale:
             return f"{x / scale:.1f}{suffix}"
     return f"{x:.1f}  "
+
+
+def verdict(value, target):
+    """A target's verdict: timings never fail the run, they only say how they compare."""
+    return "ok" if value >= target else "below target"
 
 
 def table(header, rows, align=None):
@@ -124,6 +133,10 @@ class Context:
     def __init__(self, args):
         self.args = args
         self.failures = []
+        self.figures = []  # one line per headline number, printed last as "README figures"
+
+    def figure(self, line):
+        self.figures.append(line)
 
     def fail(self, message):
         self.failures.append(message)
@@ -373,8 +386,8 @@ def bench_throughput(ctx):
     def ratio(label, a, b, target=None):
         if a in rate and b in rate:
             r = rate[a] / rate[b]
-            verdict = "" if target is None else ("ok" if r >= target else "BELOW TARGET")
-            ratio_rows.append([label, f"{r:,.2f}", "" if target is None else f">= {target}", verdict])
+            ratio_rows.append([label, f"{r:,.2f}", "" if target is None else f">= {target}",
+                               "" if target is None else verdict(r, target)])
         else:
             ratio_rows.append([label, "skipped", "" if target is None else f">= {target}", ""])
 
@@ -390,6 +403,15 @@ def bench_throughput(ctx):
     import numba
 
     print(f"numba threading layer: {numba.threading_layer()}")
+
+    mean_cards = float(want["cards"].mean())
+    line = f"engine: {fmt_rate(rate[engine_name])} games/s ({fmt_rate(rate[engine_name] * mean_cards)} cards/s) on 1 thread"
+    line += f", {fmt_rate(rate[f'engine, {all_threads} threads'])} games/s on {all_threads} threads"
+    if "C, 1 thread" in rate:
+        line += f"; {rate[engine_name] / rate['C, 1 thread']:.2f}x the C reference (1 thread each)"
+    if "pure Python" in rate:
+        line += f"; {rate[engine_name] / rate['pure Python']:,.0f}x pure Python"
+    ctx.figure(line)
 
 
 @benchmark("cli")
@@ -432,6 +454,265 @@ def bench_cli(ctx):
     out = proc.stdout.strip().splitlines()
     if out:
         print("output: " + out[0] + (" ..." if len(out) > 1 else ""))
+    ctx.figure(f"beggar play (Kleber deal, warm cache): {min(times):.2f} s wall (python -c pass: {bare:.2f} s)")
+
+
+# ---------------------------------------------------------------- environments
+
+
+def register_trivial_env():
+    """Register ``Trivial-v0``: Beggar-v0's spaces, and nothing else. Its reset and step
+    return fresh copies of one fixed sample observation, reward 0.0, never ending: the
+    cost of a step through ``gym.make``'s wrappers with no game behind it. (Defined here,
+    not at the top, so that ``--list`` does not import gymnasium.)"""
+    import gymnasium as gym
+
+    if "Trivial-v0" in gym.registry:
+        return
+
+    class TrivialEnv(gym.Env):
+        metadata = {"render_modes": []}
+
+        def __init__(self, observation_space=None, action_space=None):
+            if observation_space is None or action_space is None:
+                beggar = gym.make("Beggar-v0").unwrapped
+                if observation_space is None:
+                    observation_space = beggar.observation_space
+                if action_space is None:
+                    action_space = beggar.action_space
+            self.observation_space = copy.deepcopy(observation_space)
+            self.action_space = copy.deepcopy(action_space)
+            self.observation_space.seed(0)
+            # As arrays, like Beggar-v0's: Box.sample() gives numpy scalars for shape ().
+            self._sample = {k: np.array(v, self.observation_space[k].dtype)
+                            for k, v in self.observation_space.sample().items()}
+
+        def _observation(self):
+            return {k: v.copy() for k, v in self._sample.items()}
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self._observation(), {}
+
+        def step(self, action):
+            return self._observation(), 0.0, False, False, {}
+
+    gym.register(id="Trivial-v0", entry_point=TrivialEnv)
+
+
+@benchmark("env")
+def bench_env(ctx):
+    """Beggar-v0 steps/s (gymnasium's benchmark_step) vs a do-nothing env with its spaces."""
+    import gymnasium as gym
+    from gymnasium.utils.performance import benchmark_step
+
+    import beggar_env  # noqa: F401: registers Beggar-v0
+
+    register_trivial_env()
+    rounds = ctx.args.repeats
+    duration = 0.2 if ctx.args.quick else 0.5
+    section(f"env: single-env steps/s, gymnasium benchmark_step({duration} s), best of {rounds}")
+
+    # The envs are made once and reused round after round: with numba's dispatch on record
+    # dtypes a later instance can be a little slower than the first, which is not what
+    # this compares.
+    beggar = gym.make("Beggar-v0")
+    trivial = gym.make(
+        "Trivial-v0",
+        observation_space=beggar.unwrapped.observation_space,
+        action_space=beggar.unwrapped.action_space,
+    )
+    for env in (beggar, trivial):  # JIT, caches and the env checker's first-call checks
+        env.reset(seed=ctx.args.seed)
+        for _ in range(100):
+            if env.step(env.action_space.sample())[2]:
+                env.reset()
+    contenders = {
+        "Beggar-v0": (lambda: benchmark_step(beggar, target_duration=duration), None, True),
+        "Trivial-v0 (does nothing)": (lambda: benchmark_step(trivial, target_duration=duration), None, True),
+    }
+    best = interleaved_best(contenders, rounds)
+    rate = {name: max(runs) for name, (_, _, runs) in best.items()}
+    spread = {name: min(runs) for name, (_, _, runs) in best.items()}
+    table(
+        ["env (gym.make, default wrappers)", "steps/s (best)", "worst round", "us/step"],
+        [[name, f"{rate[name]:,.0f}", f"{spread[name]:,.0f}", f"{1e6 / rate[name]:.2f}"] for name in rate],
+    )
+    ratio = rate["Beggar-v0"] / rate["Trivial-v0 (does nothing)"]
+    print()
+    table(["ratio (steps/s)", "value", "target", ""],
+          [["Beggar-v0 / Trivial-v0", f"{ratio:.2f}", ">= 0.7", verdict(ratio, 0.70)]], ["<", ">", "<", "<"])
+    print("(Trivial-v0: Beggar-v0's spaces; reset/step return copies of one fixed sample, reward 0.0, never ending;"
+          " both step with action_space.sample() as benchmark_step does)")
+    ctx.figure(
+        f"Beggar-v0 single env: {rate['Beggar-v0'] / 1e3:,.0f} k steps/s (gymnasium benchmark_step), "
+        f"{ratio:.2f}x a do-nothing env with the same spaces ({rate['Trivial-v0 (does nothing)'] / 1e3:,.0f} k steps/s)"
+    )
+
+
+def steps_for(step, seconds):
+    """How many calls of ``step()`` take about ``seconds`` (at least 1), timed on a few."""
+    n = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            step()
+        dt = time.perf_counter() - t
+        if dt >= min(0.05, seconds / 4):
+            return max(1, int(n * seconds / dt))
+        n *= 4
+
+
+@benchmark("vector")
+def bench_vector(ctx):
+    """The native vector env (gym.make_vec) vs SyncVectorEnv, env-steps/s at 1 to 8192 envs."""
+    import gc
+
+    import gymnasium as gym
+
+    import beggar_env  # noqa: F401: registers Beggar-v0
+
+    quick = ctx.args.quick
+    sizes = (1, 64, 1024, 8192)
+    rounds = ctx.args.repeats
+    sync_rounds = min(rounds, 3)
+    native_round_s = 0.1 if quick else 0.25
+    sync_total_s = 0.5 if quick else 1.5  # the slow baseline's timed steps, all its rounds together, per N
+    options = dict(observation="public", step_unit="card", forecast="label")
+    section(
+        f"vector: env-steps/s, {', '.join(f'{k}={v}' for k, v in options.items())}; native best of {rounds} "
+        f"(~{native_round_s} s each), SyncVectorEnv best of {sync_rounds} (~{sync_total_s} s in all per N)"
+    )
+    rng = np.random.default_rng(ctx.args.seed)
+    rows, rate, native_class = [], {}, None
+    for n in sizes:
+        actions = rng.integers(0, 3, n, dtype=np.int64)  # fixed random labels: no sampling in the timings
+        native = gym.make_vec("Beggar-v0", num_envs=n, **options)
+        native_class = type(native).__name__
+        t = time.perf_counter()
+        sync = gym.vector.SyncVectorEnv([lambda: gym.make("Beggar-v0", **options)] * n)
+        sync_make = time.perf_counter() - t
+        native.reset(seed=ctx.args.seed)
+        sync.reset(seed=ctx.args.seed)
+        # Warm-up: the JIT (or its cache), and the env checker's first-step checks of each
+        # of Sync's envs; then a fixed number of steps per round, from timing a few more.
+        for _ in range(3):
+            native.step(actions)
+        sync.step(actions)
+        native_steps = steps_for(lambda: native.step(actions), native_round_s)
+        sync_steps = steps_for(lambda: sync.step(actions), sync_total_s / sync_rounds)
+
+        def run(env, steps):
+            for _ in range(steps):
+                env.step(actions)
+
+        best = interleaved_best(
+            {
+                "native": (lambda: run(native, native_steps), None, False),
+                "sync": (lambda: run(sync, sync_steps), sync_rounds, False),
+            },
+            rounds,
+        )
+        rate[n] = {"native": native_steps * n / best["native"][0], "sync": sync_steps * n / best["sync"][0]}
+        rows.append([
+            f"{n:,}", f"{native_steps:,}", fmt_rate(rate[n]["native"]), f"{sync_steps:,}", fmt_rate(rate[n]["sync"]),
+            f"{rate[n]['native'] / rate[n]['sync']:,.1f}x", f"{sync_make:.1f}",
+        ])
+        native.close()
+        sync.close()
+        del native, sync
+        gc.collect()
+    table(["num_envs", "native steps", "native env-steps/s", "Sync steps", "Sync env-steps/s", "native/Sync",
+           "Sync make s"], rows)
+    print(f"(native: gym.make_vec -> {native_class}; Sync: gymnasium.vector.SyncVectorEnv over gym.make('Beggar-v0');"
+          " steps = vector steps per timed round, env-steps = steps x num_envs, autoresets included)")
+    top, mid = sizes[-1], 1024
+    target_rows = [
+        [f"native env-steps/s at {top:,} envs", fmt_rate(rate[top]["native"]), ">= 10.0 M",
+         verdict(rate[top]["native"], 10e6)],
+        [f"native/Sync at {mid:,} envs", f"{rate[mid]['native'] / rate[mid]['sync']:,.1f}x", ">= 50x",
+         verdict(rate[mid]["native"] / rate[mid]["sync"], 50)],
+    ]
+    print()
+    table(["target", "value", "target", ""], target_rows, ["<", ">", "<", "<"])
+    ctx.figure(
+        f"native vector env: {fmt_rate(rate[top]['native'])} env-steps/s at {top:,} envs, "
+        f"{fmt_rate(rate[mid]['native'])} at {mid:,}; {rate[mid]['native'] / rate[mid]['sync']:,.0f}x "
+        f"SyncVectorEnv at {mid:,} envs ({rate[top]['native'] / rate[top]['sync']:,.0f}x at {top:,})"
+    )
+
+
+@benchmark("dataset")
+def bench_dataset(ctx):
+    """beggar_env.datasets.generate: samples/s on 1 thread and on all threads."""
+    import gc
+    import inspect
+
+    quick = ctx.args.quick
+    n_games = 2_000 if quick else 20_000
+    rounds = min(ctx.args.repeats, 3)
+    all_threads = ctx.numba_threads
+    kwargs = dict(n_players=2, observation="public", samples="card", seed=1)
+    section(f"dataset: datasets.generate({n_games:,} games, {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}),"
+            f" best of {rounds}")
+    try:
+        from beggar_env import datasets
+
+        generate = datasets.generate
+        params = inspect.signature(generate).parameters
+    except Exception as e:  # noqa: BLE001: a module being written may fail in any way
+        print(f"dataset: skipped: beggar_env.datasets.generate is not usable: {type(e).__name__}: {e}")
+        return
+    if "threads" not in params:
+        print("dataset: skipped: beggar_env.datasets.generate takes no threads= argument")
+        return
+
+    nbytes = {}
+
+    def samples(n, threads):
+        """Generate, count the samples, and let the dataset go (each is ~ a GB at full size)."""
+        dataset = generate(n, threads=threads, **kwargs)
+        count = len(dataset)
+        observations = getattr(dataset, "observations", None)
+        nbytes[n] = getattr(observations, "nbytes", None)
+        del dataset, observations
+        gc.collect()
+        return count
+
+    try:
+        t = time.perf_counter()
+        samples(64, 1)
+        samples(64, all_threads)
+        warm = time.perf_counter() - t
+        contenders = {"1 thread": (lambda: samples(n_games, 1), None, False)}
+        if all_threads > 1:
+            contenders[f"{all_threads} threads"] = (lambda: samples(n_games, all_threads), None, False)
+        best = interleaved_best(contenders, rounds)
+    except Exception as e:  # noqa: BLE001
+        print(f"dataset: skipped: generate(...) failed: {type(e).__name__}: {e}")
+        return
+    print(f"warm-up (JIT compile or cache load, 64 games on 1 and {all_threads} threads): {warm:.2f} s")
+    rows, rate = [], {}
+    counts = {name: set(runs) for name, (_, _, runs) in best.items()}
+    for name, (seconds, count, _) in best.items():
+        rate[name] = count / seconds
+        rows.append([name, f"{n_games:,}", f"{count:,}", f"{seconds:.3f}", fmt_rate(rate[name]),
+                     fmt_rate(n_games / seconds)])
+    table(["threads", "games", "samples", "best s", "samples/s", "games/s"], rows)
+    if len(set().union(*counts.values())) > 1:
+        print(f"note: the sample counts differ between runs: {counts}")
+    if nbytes.get(n_games):
+        print(f"observations: {nbytes[n_games] / 2**20:,.0f} MiB per dataset "
+              f"({nbytes[n_games] / best['1 thread'][1]:.0f} bytes a sample); one dataset alive at a time")
+    top = f"{all_threads} threads" if all_threads > 1 else "1 thread"
+    print()
+    table(["target", "value", "target", ""],
+          [[f"samples/s on {top}", fmt_rate(rate[top]), ">= 5.0 M", verdict(rate[top], 5e6)]],
+          ["<", ">", "<", "<"])
+    line = f"datasets.generate (public, one sample per card): {fmt_rate(rate[top])} samples/s on {top}"
+    if all_threads > 1:
+        line += f", {fmt_rate(rate['1 thread'])} on 1 thread"
+    ctx.figure(line)
 
 
 # -------------------------------------------------------------------------- main
@@ -479,6 +760,11 @@ def main(argv=None):
         function(ctx)
     print()
     print(f"total {time.perf_counter() - started:.1f} s")
+    if ctx.figures:
+        section("README figures")
+        print(f"machine: {cpu_model()}, {usable_cpus()} usable CPUs, numba {ctx.numba_threads} threads")
+        for line in ctx.figures:
+            print(line)
     if ctx.failures:
         print(f"{len(ctx.failures)} failure(s):")
         for failure in ctx.failures:
