@@ -310,6 +310,11 @@ def test_invalid_deal_objects():
         Deal(((), ()))
     with pytest.raises(ValueError):
         Deal.from_classes([[4, 4, 4], [4, 4]])
+    for bad in (5, -1, 1.0, True):  # -1 must not wrap round to an ace
+        with pytest.raises(ValueError, match="seat 0, card 2"):
+            Deal.from_classes([[0, bad], [0]])
+    with pytest.raises(ValueError, match="'-C'"):
+        parse_deal("-C 2H / 3D")
 
 
 @pytest.mark.parametrize("bad", [123, 1.5, None, b"-/-", ["-", "-"], ("-", "-")])
