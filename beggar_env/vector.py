@@ -176,9 +176,8 @@ class BeggarVectorEnv(VectorEnv):
 
     def _same_step_finals(self, ended):
         final_obs = np.full(self.num_envs, None, object)
-        rows = self.config.layout.split(self._final_obs.copy())
-        for i in np.flatnonzero(ended):  # only the envs that ended this step
-            final_obs[i] = {name: rows[name][i] for name in rows}
+        for i in np.flatnonzero(ended):  # only the envs that ended this step, as the single env gives them
+            final_obs[i] = self.config.layout.split(self._final_obs[i].copy())
         final_info = {
             "cards": np.where(ended, self._final_results["cards"], 0),
             "_cards": ended.copy(),
