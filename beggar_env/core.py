@@ -19,10 +19,32 @@ honour (the number of cards it demands).
 """
 
 import functools
+import hashlib
 
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.core import types as numba_types
+
+
+def _name_records_by_content():
+    """Name compiled code after what its record types hold, not a per-process counter.
+
+    numba mangles a record type into a compiled function's name as a counter that each
+    process assigns anew (numba issue 7654). Code cached by two processes can then use one
+    name for two record types (a 2-player and a 3-player state, say), and a third process
+    that loads both runs the wrong code: wrong results or a crash. A digest of the type's
+    full description gives every record type one name in every process.
+    """
+
+    def mangling_args(self):
+        digest = hashlib.blake2b(self.name.encode(), digest_size=7).digest()
+        return type(self).__name__, (int.from_bytes(digest, "little"),)
+
+    numba_types.Record.mangling_args = property(mangling_args)
+
+
+_name_records_by_content()
 
 NUMERAL, JACK, QUEEN, KING, ACE = 0, 1, 2, 3, 4
 CLASS_SYMBOLS = "-JQKA"
@@ -42,20 +64,14 @@ CLASS_OF_CARD_ID = np.array([max(0, id_ // 4 - 8) for id_ in range(DECK_SIZE)], 
 def capacity_for(n_cards):
     """Ring-buffer length for a game of ``n_cards`` cards: a power of two, at least 64.
 
-    One size for every deal of up to 64 cards means one compilation, and it keeps the
-    record sizes of different shapes apart (see :func:`state_dtype`).
+    One size for every deal of up to 64 cards means one compilation per player count.
     """
     return max(64, 1 << (max(n_cards, 1) - 1).bit_length())
 
 
 @functools.cache  # one dtype object per shape: numba's dispatcher types arrays fastest so
 def state_dtype(n_players, capacity):
-    """The numpy record type of one game's state.
-
-    numba names compiled functions after the byte size of their record arguments, not
-    their fields, so two record types of one size would share (and mix up) compiled code:
-    every record type here has a size of its own (the tests check it).
-    """
+    """The numpy record type of one game's state."""
     return np.dtype(
         [
             ("hands", np.int8, (n_players, capacity)),  # ring buffers of card classes
@@ -89,7 +105,7 @@ def result_dtype(n_players):
             ("winner", np.int8),  # seat, or -1 (cycle, or a draw at the limit)
             ("cards", np.int64),
             ("tricks", np.int64),
-            ("hand_sizes", np.int64, (n_players,)),  # int64: the size differs with n_players
+            ("hand_sizes", np.int64, (n_players,)),
             ("cycle_start_cards", np.int64),  # -1 unless outcome is CYCLE
             ("cycle_start_tricks", np.int64),
             ("cycle_cards", np.int64),
