@@ -9,6 +9,7 @@ from .deals import as_seed, check_n_players, parse_deal
 from .game import GameResult, check_limit
 
 _ONE = np.ones(1, np.bool_)
+_PLAIN_INTS = (int, np.int64)
 STEP_UNITS = ("card", "trick")
 OBSERVATIONS = ("public", "full")
 FORECASTS = ("label", "probs")
@@ -40,12 +41,9 @@ class EnvConfig:
         self.reward_kind = task.REWARDS.index(reward)
         self.layout = task.Layout(self.n_players, self.full)
         self.n_outcomes = self.n_players + 1
-        self._labels = np.zeros(1, np.int64)
-        self._no_probs = np.zeros((1, self.n_outcomes))
 
-    def _one_label(self, label):
-        self._labels[0] = label
-        return self._labels, self._no_probs
+    def step_settings(self, autoreset):
+        return task.step_settings(self.reward_kind, self.by_trick, self.max_cards, self.full, autoreset)
 
     def action_space(self):
         if self.forecast == "label":
@@ -63,22 +61,20 @@ class EnvConfig:
     def forecasts(self, actions, n_envs):
         """Actions as the kernels take them: (labels, probs); labels -1 when probs are used."""
         if self.forecast == "label":
-            if n_envs == 1 and type(actions) in (int, np.int64) and 0 <= actions <= self.n_players:
-                return self._one_label(actions)  # the common case, kept cheap
             labels = np.asarray(actions)
             if labels.shape not in ((), (n_envs,)) or not np.issubdtype(labels.dtype, np.integer):
                 raise ValueError(
                     f"a 'label' forecast is an int in 0..{self.n_players} (a seat, or {self.n_players} "
                     f"for no winner), got {actions!r}"
                 )
-            labels = labels.reshape(n_envs).astype(np.int64)
+            labels = np.ascontiguousarray(labels.reshape(n_envs), dtype=np.int64)
             if ((labels < 0) | (labels > self.n_players)).any():
                 raise ValueError(
                     f"a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
                     f"(no winner), got {actions!r}"
                 )
             return labels, np.zeros((n_envs, self.n_outcomes))
-        probs = np.asarray(actions, dtype=np.float64)
+        probs = np.ascontiguousarray(actions, dtype=np.float64)  # the kernels' exact argument type
         if probs.shape not in ((self.n_outcomes,), (n_envs, self.n_outcomes)):
             raise ValueError(
                 f"a 'probs' forecast has shape ({self.n_outcomes},): one weight per seat and one for "
@@ -195,17 +191,27 @@ class BeggarEnv(gym.Env):
         self.action_space = self.config.action_space()
         self._states, self._ahead, self._results, self._envs = task.new_envs(1, self.config.n_players)
         self._obs = np.zeros((1, self.config.layout.size), np.int32)
+        self._labels = np.zeros(1, np.int64)  # this step's forecast: a label, or -1 and probs
+        self._probs = np.zeros((1, self.config.n_outcomes))
+        self._settings = self.config.step_settings(task.DISABLED)
+        self._label_forecast = self.config.forecast == "label"
+        self._n_players = self.config.n_players
+        self._split = self.config.layout.split
         self._bind_views()
         self._seeded = False
-        self._started = False
+        self._started = self._playing = False
 
-    _VIEWS = ("_cards", "_tricks", "_status", "_reward", "_terminated")
+    _VIEWS = ("_cards", "_tricks", "_status", "_reward", "_terminated", "_row", "_step_args", "_step_kernel")
 
     def _bind_views(self):
+        self._row = self._obs[0]
+        self._step_args = (self._states, self._ahead, self._results, self._envs, self._labels, self._probs,
+                           self._settings, self._obs, self._obs, self._results)
+        self._step_kernel = None  # bound at the first step
         self._cards, self._tricks, self._status = (self._states[name] for name in ("cards", "tricks", "status"))
         self._reward, self._terminated = self._envs["reward"], self._envs["terminated"]
 
-    def __getstate__(self):  # views do not survive a copy: rebind them
+    def __getstate__(self):  # views (and the compiled kernel) do not survive a copy: rebind them
         state = self.__dict__.copy()
         for name in self._VIEWS:
             del state[name]
@@ -234,28 +240,29 @@ class BeggarEnv(gym.Env):
             deal = c.check_deal(deal)
             task.reset_dealt(self._states, self._ahead, self._results, self._envs, 0, deal.classes(),
                              np.array(deal.hand_sizes, np.int32), c.max_cards, c.full, self._obs)
-        self._started = True
-        self._over = False
-        return self._observation(), self._info()
+        self._started = self._playing = True
+        return self._observation(), self._info(self._status[0] != core.RUNNING)
 
     def step(self, action):
-        if not self._started:
-            raise RuntimeError("call reset() before step()")
-        if self._over:
-            raise RuntimeError("the episode has ended: call reset()")
-        c = self.config
-        labels, probs = c.forecasts(action, 1)
-        task.step(self._states, self._ahead, self._results, self._envs, labels, probs, c.reward_kind, c.by_trick,
-                  c.max_cards, c.full, task.DISABLED, self._obs, self._obs, self._results)
-        self._over = bool(self._terminated[0])
-        return self._observation(), float(self._reward[0]), self._over, False, self._info()
+        if not self._playing:
+            raise RuntimeError("the episode has ended: call reset()" if self._started else "call reset() before step()")
+        if self._label_forecast and type(action) in _PLAIN_INTS and 0 <= action <= self._n_players:
+            self._labels[0] = action  # the common case, kept cheap
+        else:
+            self._labels[:], self._probs[:] = self.config.forecasts(action, 1)
+        if self._step_kernel is None:
+            self._step_kernel = task.compiled_for(task.step, self._step_args)
+        self._step_kernel(*self._step_args)
+        over = self._terminated.item(0) != 0
+        self._playing = not over
+        return self._observation(), self._reward.item(0), over, False, self._info(over)
 
     def _observation(self):
-        return self.config.layout.split(self._obs[0].copy())
+        return self._split(self._row.copy())
 
-    def _info(self):
-        info = {"cards": int(self._cards[0]), "tricks": int(self._tricks[0])}
-        if self._status[0] != core.RUNNING:
+    def _info(self, over):
+        info = {"cards": self._cards.item(0), "tricks": self._tricks.item(0)}
+        if over:
             info.update(final_info(self._results[0]))
         return info
 

@@ -215,15 +215,23 @@ def _reset_random(states, ahead, results, envs, mask, max_cards, full, obs):
             _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
 
 
-def _step(states, ahead, results, envs, labels, probs, kind, by_trick, max_cards, full, autoreset,
-          obs, final_obs, final_results):
+def step_settings(reward_kind, by_trick, max_cards, full, autoreset):
+    """The settings array that :func:`step` takes."""
+    return np.array([reward_kind, by_trick, max_cards, full, autoreset], np.int64)
+
+
+def _step(states, ahead, results, envs, labels, probs, settings, obs, final_obs, final_results):
     """Score each env's forecast, then advance its game by a card or a trick.
+
+    ``settings`` is :func:`step_settings`'s array (one argument rather than five: each
+    argument costs time on every call from Python).
 
     A game that never ends stops at its first repeated position (status CYCLE). An env
     whose game is over is scored and left as it is, unless ``autoreset`` deals it anew:
     NEXT_STEP on the step after it ended (no score: reward 0), SAME_STEP at once (its
     last observation and result are kept in ``final_obs`` and ``final_results``).
     """
+    kind, by_trick, max_cards, full, autoreset = settings[0], settings[1], settings[2], settings[3], settings[4]
     for i in prange(states.shape[0]):
         e = envs[i]
         if autoreset == NEXT_STEP and e.terminated:
@@ -246,6 +254,18 @@ def _step(states, ahead, results, envs, labels, probs, kind, by_trick, max_cards
             final_results[i] = results[i]
             _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
             e.terminated = 1  # _deal_random cleared it; this step did end an episode
+
+
+def compiled_for(kernel, args):
+    """``kernel``'s compiled function for the types of ``args``, to be called with
+    arguments of exactly those types.
+
+    Calling it skips numba's per-call dispatch on argument types, most of the cost of a
+    single env's step. With the JIT disabled, ``kernel`` itself.
+    """
+    if numba.config.DISABLE_JIT:
+        return kernel
+    return kernel.compile(tuple(numba.typeof(arg) for arg in args))
 
 
 # One source, two builds: serial for a single env (no thread start-up per step),

@@ -57,6 +57,7 @@ class BeggarVectorEnv(VectorEnv):
         self.autoreset_mode = autoreset_mode
         self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
         self._autoreset = AUTORESET_MODES[autoreset_mode]
+        self._settings = self.config.step_settings(self._autoreset)
         self.single_observation_space = self.config.layout.space()
         self.observation_space = self.config.layout.space((self.num_envs,))
         self.single_action_space = self.config.action_space()
@@ -125,12 +126,10 @@ class BeggarVectorEnv(VectorEnv):
     def step(self, actions):
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        c = self.config
-        labels, probs = c.forecasts(actions, self.num_envs)
+        labels, probs = self.config.forecasts(actions, self.num_envs)
         obs = np.empty_like(self._obs)
-        task.step_parallel(self._states, self._ahead, self._results, self._envs, labels, probs, c.reward_kind,
-                           c.by_trick, c.max_cards, c.full, self._autoreset, obs, self._final_obs,
-                           self._final_results)
+        task.step_parallel(self._states, self._ahead, self._results, self._envs, labels, probs, self._settings, obs,
+                           self._final_obs, self._final_results)
         self._obs = obs
         terminated = self._envs["terminated"].astype(np.bool_)
         infos = self._infos(self._all)
