@@ -62,9 +62,11 @@ class EnvConfig:
         """Actions as the kernels take them: (labels, probs); labels -1 when probs are used."""
         if self.forecast == "label":
             labels = np.asarray(actions)
-            if labels.shape not in ((), (n_envs,)) or not np.issubdtype(labels.dtype, np.integer):
+            shapes = ((), (1,)) if n_envs == 1 else ((n_envs,),)
+            if labels.shape not in shapes or not np.issubdtype(labels.dtype, np.integer):
+                what = "an int" if n_envs == 1 else f"an array of {n_envs} ints, one per env, each"
                 raise ValueError(
-                    f"a 'label' forecast is an int in 0..{self.n_players} (a seat, or {self.n_players} "
+                    f"a 'label' forecast is {what} in 0..{self.n_players} (a seat, or {self.n_players} "
                     f"for no winner), got {actions!r}"
                 )
             labels = np.ascontiguousarray(labels.reshape(n_envs), dtype=np.int64)
@@ -75,10 +77,11 @@ class EnvConfig:
                 )
             return labels, np.zeros((n_envs, self.n_outcomes))
         probs = np.ascontiguousarray(actions, dtype=np.float64)  # the kernels' exact argument type
-        if probs.shape not in ((self.n_outcomes,), (n_envs, self.n_outcomes)):
+        shape = (self.n_outcomes,) if n_envs == 1 else (n_envs, self.n_outcomes)
+        if probs.shape not in (shape, (n_envs, self.n_outcomes)):
             raise ValueError(
-                f"a 'probs' forecast has shape ({self.n_outcomes},): one weight per seat and one for "
-                f"no winner; got shape {probs.shape}"
+                f"a 'probs' forecast has shape {shape}: one weight per seat and one for "
+                f"no winner{' in each env' if n_envs > 1 else ''}; got shape {probs.shape}"
             )
         probs = probs.reshape(n_envs, self.n_outcomes)
         if not np.isfinite(probs).all() or (probs < 0).any():

@@ -210,6 +210,7 @@ def test_flatten_observation_and_episode_statistics():
     assert info["episode"]["l"] == steps == info["cards"]
 
 
+@pytest.mark.filterwarnings("ignore:.*render_mode='video'")  # gymnasium's own warning before ours
 @pytest.mark.parametrize(
     "kwargs, words",
     [
