@@ -116,8 +116,8 @@ class BeggarVectorEnv(VectorEnv):
         if isinstance(deals, str) or len(deals) != self.num_envs:
             raise ValueError(f"options['deals'] must give one deal per env ({self.num_envs})")
         c = self.config
-        for i in np.flatnonzero(mask):  # explicit deals are parsed one by one in any case
-            deal = c.check_deal(deals[i])
+        chosen = {i: c.check_deal(deals[i]) for i in np.flatnonzero(mask)}  # all checked before any is dealt
+        for i, deal in chosen.items():
             task.reset_dealt(self._states, self._ahead, self._results, self._envs, i, deal.classes(),
                              np.array(deal.hand_sizes, np.int32), c.max_cards, c.full, obs)
 
