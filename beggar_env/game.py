@@ -159,6 +159,22 @@ def pack_deals(deals):
     return cards, sizes
 
 
+def check_packed(cards, hand_sizes):
+    """Arrays as :func:`pack_deals` makes them, checked; ``ValueError`` if they are not."""
+    cards = np.ascontiguousarray(cards, dtype=np.int8)
+    hand_sizes = np.ascontiguousarray(hand_sizes, dtype=np.int32)
+    if cards.ndim != 2 or hand_sizes.ndim != 2 or len(cards) != len(hand_sizes):
+        raise ValueError("packed deals are cards[n_games, width] and hand_sizes[n_games, n_players]")
+    check_n_players(hand_sizes.shape[1])
+    if (hand_sizes < 0).any() or (hand_sizes.sum(axis=1) > cards.shape[1]).any():
+        raise ValueError("hand_sizes must be >= 0 and add up to at most the width of cards")
+    if (hand_sizes.sum(axis=1) == 0).any():
+        raise ValueError("a deal needs at least one card")
+    if ((cards < core.NUMERAL) | (cards > core.ACE)).any():
+        raise ValueError("cards must be card classes: 0 numeral, 1-4 J Q K A")
+    return cards, hand_sizes
+
+
 def simulate(
     deals_or_count,
     *,
@@ -202,7 +218,7 @@ def simulate(
         if isinstance(deals_or_count, (str, Deal)):
             raise TypeError("simulate takes a number of games or a sequence of deals; wrap one deal in a list")
         if isinstance(deals_or_count, tuple) and len(deals_or_count) == 2 and isinstance(deals_or_count[0], np.ndarray):
-            cards, sizes = deals_or_count
+            cards, sizes = check_packed(*deals_or_count)
         else:
             cards, sizes = pack_deals(deals_or_count)
         if n_players is not None and check_n_players(n_players) != sizes.shape[1]:
