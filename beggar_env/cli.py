@@ -210,11 +210,12 @@ def _seed(args):
 def _cmd_simulate(args):
     _check_out("simulate", args.out)
     seed = _seed(args)
+    options = dict(n_players=args.players, threads=args.threads, max_cards=args.max_cards, max_tricks=args.max_tricks)
+    simulate(1, seed=seed, **options)  # compiles on a first run: games/s counts playing only
     bar, progress = _progress_bar(args.games, disable=args.no_progress)
     started = time.perf_counter()
     try:
-        results = simulate(args.games, n_players=args.players, seed=seed, threads=args.threads,
-                           max_cards=args.max_cards, max_tricks=args.max_tricks, progress=progress)
+        results = simulate(args.games, seed=seed, progress=progress, **options)
     finally:
         bar.close()
     seconds = time.perf_counter() - started
@@ -242,12 +243,13 @@ def _cmd_dataset(args):
             raise UsageError(f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {samples!r}")
     _check_out("dataset", args.out)
     seed = _seed(args)
+    options = dict(n_players=args.players, observation=args.observation, samples=samples, threads=args.threads,
+                   max_cards=args.max_cards)
+    datasets.generate(1, seed=seed, **options)  # compiles on a first run: samples/s counts generating only
     bar, progress = _progress_bar(args.games, disable=args.no_progress)
     started = time.perf_counter()
     try:
-        dataset = datasets.generate(args.games, n_players=args.players, observation=args.observation,
-                                    samples=samples, seed=seed, threads=args.threads, max_cards=args.max_cards,
-                                    progress=progress)
+        dataset = datasets.generate(args.games, seed=seed, progress=progress, **options)
     finally:
         bar.close()
     seconds = time.perf_counter() - started
