@@ -240,7 +240,9 @@ def _cmd_dataset(args):
         try:
             samples = _count(1)(samples)
         except argparse.ArgumentTypeError:
-            raise UsageError(f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {samples!r}")
+            raise UsageError(
+                f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {samples!r}"
+            ) from None
     _check_out("dataset", args.out)
     seed = _seed(args)
     options = dict(n_players=args.players, observation=args.observation, samples=samples, threads=args.threads,

@@ -506,7 +506,6 @@ def bench_env(ctx):
     import gymnasium as gym
     from gymnasium.utils.performance import benchmark_step
 
-    import beggar_env  # noqa: F401: registers Beggar-v0
 
     register_trivial_env()
     rounds = ctx.args.repeats
@@ -570,7 +569,6 @@ def bench_vector(ctx):
 
     import gymnasium as gym
 
-    import beggar_env  # noqa: F401: registers Beggar-v0
 
     quick = ctx.args.quick
     sizes = (1, 64, 1024, 8192)

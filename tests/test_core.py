@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 
 from beggar_env import core
 
