@@ -278,7 +278,7 @@ def load_python_reference():
     sys.path.insert(0, str(path.parent))
     try:
         from reference import play_reference
-    except Exception as e:  # noqa: BLE001: report anything, the other benchmarks go on
+    except Exception as e:  # noqa: BLE001 (report anything), the other benchmarks go on
         return None, f"importing {path.relative_to(REPO)} failed: {type(e).__name__}: {e}"
     finally:
         sys.path.remove(str(path.parent))
@@ -506,6 +506,7 @@ def bench_env(ctx):
     import gymnasium as gym
     from gymnasium.utils.performance import benchmark_step
 
+    import beggar_env  # noqa: F401 (registers Beggar-v0)
 
     register_trivial_env()
     rounds = ctx.args.repeats
@@ -569,6 +570,7 @@ def bench_vector(ctx):
 
     import gymnasium as gym
 
+    import beggar_env  # noqa: F401 (registers Beggar-v0)
 
     quick = ctx.args.quick
     sizes = (1, 64, 1024, 8192)
@@ -658,7 +660,7 @@ def bench_dataset(ctx):
 
         generate = datasets.generate
         params = inspect.signature(generate).parameters
-    except Exception as e:  # noqa: BLE001: a module being written may fail in any way
+    except Exception as e:  # noqa: BLE001 (a module may fail in any way)
         print(f"dataset: skipped: beggar_env.datasets.generate is not usable: {type(e).__name__}: {e}")
         return
     if "threads" not in params:
