@@ -537,14 +537,19 @@ def _write_result(s, r):
 # parallel task; `work[c]` holds chunk c's scratch records (the game, start, probe).
 
 
+@njit(cache=True)
+def chunk_bounds(c, n_chunks, n_items):
+    """The first and one-past-last items of chunk ``c`` of ``n_chunks`` contiguous chunks."""
+    return c * n_items // n_chunks, (c + 1) * n_items // n_chunks
+
+
 @njit(cache=True, parallel=True)
 def finish_dealt(cards, hand_sizes, max_cards, max_tricks, detect_cycles, results, work):
     """Play the explicit deals ``cards[i]`` / ``hand_sizes[i]`` to the end."""
-    n_games = results.shape[0]
-    n_chunks = work.shape[0]
-    for c in prange(n_chunks):
+    for c in prange(work.shape[0]):
         s = work[c, 0]
-        for i in range(c * n_games // n_chunks, (c + 1) * n_games // n_chunks):
+        lo, hi = chunk_bounds(c, work.shape[0], results.shape[0])
+        for i in range(lo, hi):
             init_state(s, cards[i], hand_sizes[i], max_cards, max_tricks)
             finish(s, detect_cycles, results[i], work[c, 1], work[c, 2])
 
@@ -552,12 +557,11 @@ def finish_dealt(cards, hand_sizes, max_cards, max_tricks, detect_cycles, result
 @njit(cache=True, parallel=True)
 def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, work):
     """Play games ``first .. first + len(results) - 1`` of the random stream ``seed``."""
-    n_games = results.shape[0]
-    n_chunks = work.shape[0]
-    for c in prange(n_chunks):
+    for c in prange(work.shape[0]):
         s = work[c, 0]
         deck = np.empty(DECK_SIZE, np.int64)
-        for i in range(c * n_games // n_chunks, (c + 1) * n_games // n_chunks):
+        lo, hi = chunk_bounds(c, work.shape[0], results.shape[0])
+        for i in range(lo, hi):
             key = stream_key(seed, np.uint64(first + i))
             init_shuffled_state(s, key, max_cards, max_tricks, deck)
             finish(s, detect_cycles, results[i], work[c, 1], work[c, 2])

@@ -143,12 +143,11 @@ def _over(s, r):
 @njit(cache=True, parallel=True)
 def _write_samples(seed, first, results, offsets, mode, k, max_cards, full, obs, work):
     """Replay games ``first ..`` of stream ``seed``, writing their samples from ``offsets``."""
-    n_games = results.shape[0]
-    n_chunks = work.shape[0]
-    for c in prange(n_chunks):
+    for c in prange(work.shape[0]):
         s = work[c, 0]
         deck = np.empty(core.DECK_SIZE, np.int64)
-        for i in range(c * n_games // n_chunks, (c + 1) * n_games // n_chunks):
+        lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
+        for i in range(lo, hi):
             key = core.stream_key(seed, np.uint64(first + i))
             core.init_shuffled_state(s, key, max_cards, core.NO_LIMIT, deck)
             r = results[i]
