@@ -185,14 +185,6 @@ def _print_summary(summary, seed, n_players, seconds):
     print(f"{n / seconds:,.0f} games/s ({seconds:.2f} s)")
 
 
-def _progress_bar(total, disable):
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit="game", unit_scale=True, delay=0.5, file=sys.stderr,
-               disable=disable, leave=False)
-    return bar, lambda done: bar.update(done - bar.n)
-
-
 def _check_out(command, path):
     if path is not None:
         folder = os.path.dirname(os.path.abspath(path))
@@ -207,18 +199,27 @@ def _seed(args):
     return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
+def _run_with_progress(total, disable, run):
+    """``run(progress)`` with a progress bar on stderr (shown once a run takes more than half
+    a second; ``progress(done)`` moves it); returns its result and the seconds taken."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="game", unit_scale=True, delay=0.5, file=sys.stderr, disable=disable, leave=False)
+    started = time.perf_counter()
+    try:
+        result = run(lambda done: bar.update(done - bar.n))
+    finally:
+        bar.close()
+    return result, time.perf_counter() - started
+
+
 def _cmd_simulate(args):
     _check_out("simulate", args.out)
     seed = _seed(args)
     options = dict(n_players=args.players, threads=args.threads, max_cards=args.max_cards, max_tricks=args.max_tricks)
     simulate(1, seed=seed, **options)  # compiles on a first run: games/s counts playing only
-    bar, progress = _progress_bar(args.games, disable=args.no_progress)
-    started = time.perf_counter()
-    try:
-        results = simulate(args.games, seed=seed, progress=progress, **options)
-    finally:
-        bar.close()
-    seconds = time.perf_counter() - started
+    results, seconds = _run_with_progress(
+        args.games, args.no_progress, lambda progress: simulate(args.games, seed=seed, progress=progress, **options))
     if args.out is not None:
         np.savez(args.out, outcomes=np.array(core.OUTCOMES), seed=seed, players=args.players,
                  **{name: results[name] for name in results.dtype.names})
@@ -248,13 +249,9 @@ def _cmd_dataset(args):
     options = dict(n_players=args.players, observation=args.observation, samples=samples, threads=args.threads,
                    max_cards=args.max_cards)
     datasets.generate(1, seed=seed, **options)  # compiles on a first run: samples/s counts generating only
-    bar, progress = _progress_bar(args.games, disable=args.no_progress)
-    started = time.perf_counter()
-    try:
-        dataset = datasets.generate(args.games, seed=seed, progress=progress, **options)
-    finally:
-        bar.close()
-    seconds = time.perf_counter() - started
+    dataset, seconds = _run_with_progress(
+        args.games, args.no_progress,
+        lambda progress: datasets.generate(args.games, seed=seed, progress=progress, **options))
     dataset.save(args.out)
     print(f"{len(dataset)} samples of {args.games} games ({args.players} players, {args.observation} "
           f"observation, samples={args.samples}, seed {seed}) saved to {args.out}")

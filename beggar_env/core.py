@@ -126,6 +126,11 @@ def new_states(n_games, n_players, capacity):
     return states.view(np.recarray) if numba.config.DISABLE_JIT else states
 
 
+def new_work(n_rows, n_players, capacity):
+    """Scratch space: three state records per row (a game, and :func:`finish`'s two)."""
+    return new_states(3 * n_rows, n_players, capacity).reshape(n_rows, 3)
+
+
 def new_results(n_games, n_players):
     """Result records (a recarray), filled by :func:`finish`."""
     return np.zeros(n_games, result_dtype(n_players)).view(np.recarray)

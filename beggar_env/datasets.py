@@ -15,7 +15,7 @@ from numba import njit, prange
 from . import core, task
 from .deals import as_seed, check_n_players
 from .env import OBSERVATIONS, check_choice
-from .game import check_limit, numba_threads
+from .game import CHUNKS_PER_THREAD, check_limit, numba_threads
 
 CARD, TRICK, RANDOM = 0, 1, 2
 BLOCK = 1 << 12  # games per compiled call: progress is reported between blocks
@@ -103,7 +103,7 @@ def generate(n_games, *, n_players=2, observation="public", samples="card", seed
     seed = int(as_seed(seed))
     key = np.uint64(seed)
     with numba_threads(threads) as n_threads:
-        work = core.new_states(n_threads * 4 * 3, n_players, task.CAPACITY).reshape(n_threads * 4, 3)
+        work = core.new_work(n_threads * CHUNKS_PER_THREAD, n_players, task.CAPACITY)
         results = core.new_results(n_games, n_players)
         core.finish_shuffled(key, 0, limit, core.NO_LIMIT, True, results, work)
         counts = _sample_counts(results, mode, k)

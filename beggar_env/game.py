@@ -11,6 +11,7 @@ from . import core
 from .deals import Deal, as_seed, check_n_players, parse_deal
 
 BLOCK = 1 << 16  # games per compiled call in `simulate`: progress is reported between blocks
+CHUNKS_PER_THREAD = 4  # parallel batches split games into this many chunks per thread
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def simulate(
 
     results = core.new_results(n_games, n_players)
     with numba_threads(threads) as n_threads:
-        work = core.new_states(n_threads * 4 * 3, n_players, capacity).reshape(n_threads * 4, 3)
+        work = core.new_work(n_threads * CHUNKS_PER_THREAD, n_players, capacity)
         for lo in range(0, n_games, BLOCK):
             hi = min(lo + BLOCK, n_games)
             run(lo, hi, results[lo:hi], work)

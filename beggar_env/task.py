@@ -173,7 +173,7 @@ def new_envs(n_envs, n_players):
     envs = np.zeros(n_envs, ENV_DTYPE)
     results = core.new_results(n_envs, n_players)
     states = core.new_states(n_envs, n_players, CAPACITY)
-    ahead = core.new_states(3 * n_envs, n_players, CAPACITY).reshape(n_envs, 3)
+    ahead = core.new_work(n_envs, n_players, CAPACITY)
     if not numba.config.DISABLE_JIT:
         results = results.view(np.ndarray)
     else:

@@ -81,7 +81,7 @@ class BeggarVectorEnv(VectorEnv):
         mask = self._check_mask(mask)
         if seed is not None or not self._seeded:
             self._seed(seed, mask)
-        obs = np.zeros_like(self._obs) if not self._started else self._obs.copy()
+        obs = self._obs.copy()  # envs outside reset_mask keep their observation
         if deals is None:
             task.reset_random_parallel(self._states, self._ahead, self._results, self._envs, mask,
                                        self.config.max_cards, self.config.full, obs)
