@@ -1,8 +1,8 @@
 """Shared test helpers: the reference vectors and conversions between result shapes.
 
-``vectors.tsv`` lives in the ``shared/reference`` folder that sits beside the repository
-checkout (CI clones the repository into a folder with a copy of ``shared/`` beside it).
-Tests that need it FAIL, never skip, when it is missing.
+``tests/data/vectors.tsv`` lists deals with their exact outcomes (the published record
+games among them); every row must pass. Tests that need it FAIL, never skip, when it is
+missing.
 """
 
 import csv
@@ -15,7 +15,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:  # so that test modules can `import reference`
     sys.path.insert(0, str(TESTS_DIR))
 
-VECTORS_PATH = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "vectors.tsv"
+VECTORS_PATH = TESTS_DIR / "data" / "vectors.tsv"
 
 VECTOR_COLUMNS = (
     "name",
@@ -50,11 +50,7 @@ class VectorsMissing(Exception):
 
 
 def _missing_message():
-    return (
-        f"reference vectors not found at {VECTORS_PATH.resolve()} "
-        "(expected the shared/ folder beside the repository checkout: "
-        "<parent>/shared/reference/vectors.tsv)"
-    )
+    return f"reference vectors not found at {VECTORS_PATH} (part of the repository: is the checkout complete?)"
 
 
 def read_vectors():

@@ -533,7 +533,7 @@ def test_unseeded_resets_continue_the_stream_and_a_new_seed_restarts_it():
 
 
 def test_results_do_not_depend_on_the_number_of_threads():
-    code = ("import json, sys, numba; sys.path.insert(0, 'tests'); from test_vector import trajectory_hash; "
+    code = ("import json, sys, numba; sys.path.insert(0, 'tests'); from test_vector_env import trajectory_hash; "
             "print(json.dumps([numba.get_num_threads(), trajectory_hash(11), "
             "trajectory_hash(11, n_players=4, step_unit='trick')]))")
     runs = {}

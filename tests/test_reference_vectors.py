@@ -1,4 +1,4 @@
-"""Every deal in shared/reference/vectors.tsv reproduces exactly, through `play`,
+"""Every deal in tests/data/vectors.tsv reproduces exactly, through `play`,
 `simulate`, `trace` and the independent reference, with and without a limit."""
 
 from collections import defaultdict
