@@ -2,35 +2,58 @@
 
 The rules engine lives in :mod:`beggar_env.core`; deals and their notations in
 :mod:`beggar_env.deals`; single games and batches in :mod:`beggar_env.game`; the
-``Beggar-v0`` Gymnasium environment (registered on import) in :mod:`beggar_env.env`.
+``Beggar-v0`` Gymnasium environment (registered on import) in :mod:`beggar_env.env`,
+its vector env in :mod:`beggar_env.vector`, datasets in :mod:`beggar_env.datasets`.
+
+Submodules and the names below are imported on first use, so that ``import beggar_env``
+(and the ``beggar`` command) load only what they need.
 """
 
-from .core import OUTCOMES
-from .deals import Deal, format_deal, parse_deal, random_deal, random_deals
-from .game import GameResult, play, simulate, trace
+import importlib
 
-__all__ = [
-    "OUTCOMES",
-    "Deal",
-    "GameResult",
-    "format_deal",
-    "parse_deal",
-    "play",
-    "random_deal",
-    "random_deals",
-    "simulate",
-    "trace",
-]
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "OUTCOMES": "core",
+    "Deal": "deals",
+    "format_deal": "deals",
+    "parse_deal": "deals",
+    "random_deal": "deals",
+    "random_deals": "deals",
+    "GameResult": "game",
+    "play": "game",
+    "simulate": "game",
+    "simulate_blocks": "game",
+    "trace": "game",
+}
+_SUBMODULES = ("checks", "cli", "core", "datasets", "deals", "env", "files", "game", "jit", "render", "stats", "task",
+               "vector")
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'beggar_env' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS, *_SUBMODULES])
 
 
 def _register():
-    import gymnasium
-
+    try:
+        import gymnasium
+    except ImportError:  # the engine works without Gymnasium; the envs need it
+        return
     if "Beggar-v0" not in gymnasium.registry:
         gymnasium.register(
             id="Beggar-v0",
-            entry_point="beggar_env.env:BeggarEnv",
+            entry_point="beggar_env.env:make",
             vector_entry_point="beggar_env.vector:BeggarVectorEnv",
         )
 

@@ -1,25 +1,30 @@
 """The ``beggar`` command: play one deal, simulate many games, generate datasets.
 
-Bad input gives one line on stderr and exit status 2.
+Bad input gives one line on stderr and exit status 2; Ctrl-C or SIGTERM stop any run
+within a second (exit status 130 or 143), leaving no partial file behind.
 """
 
 import argparse
 import json
-import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
 
-from . import core
-from .deals import parse_deal
-from .game import play, simulate, trace
+from . import __version__, checks, core, files
+from .render import plural
 
-PERCENTILES = (5, 25, 50, 75, 95, 99)
+COMPILE_NOTICE_AFTER = 1.0  # seconds a first call may take before we say it is compiling
 
 
 class UsageError(Exception):
     """Bad input from the command line: reported in one line, exit status 2."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the process is so that files are cleaned up as for Ctrl-C."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,96 +32,121 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _count(minimum):
+def _whole_number(minimum, maximum=None):
+    """An argparse type: an int in [minimum, maximum], checked as the API checks it."""
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
+            raise argparse.ArgumentTypeError(f"not a whole number: {checks.excerpt(text)}") from None
+        try:
+            return checks.integer("the value", value, minimum, maximum)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {checks.range_text(minimum, maximum)}, not {value}") from None
 
     return parse
 
 
-def _add_limits(parser):
-    parser.add_argument("--max-cards", type=_count(0), metavar="N", help="the agreed time limit, in cards played")
-    parser.add_argument("--max-tricks", type=_count(0), metavar="N", help="the agreed time limit, in tricks")
+def _add_limits(parser, tricks=True):
+    limit = _whole_number(0, checks.MAX_LIMIT)
+    parser.add_argument("--max-cards", type=limit, metavar="N", help="the agreed time limit, in cards played")
+    if tricks:
+        parser.add_argument("--max-tricks", type=limit, metavar="N", help="the agreed time limit, in tricks")
+
+
+def _add_run_options(parser, what):
+    parser.add_argument("--players", type=int, choices=(2, 3, 4), default=2, metavar="P", help="2, 3 or 4 (default 2)")
+    parser.add_argument("--seed", type=_whole_number(0, checks.MAX_SEED), metavar="S",
+                        help="seed (default: a fresh one, printed)")
+    parser.add_argument("--threads", type=_whole_number(1), metavar="T", help="threads (default: all cores)")
+    parser.add_argument("--no-progress", action="store_true", help=f"no progress bar while {what}")
 
 
 def build_parser():
-    parser = _Parser(prog="beggar", description="Beggar-My-Neighbour: play deals, simulate games.",
+    parser = _Parser(prog="beggar", description="Beggar-My-Neighbour: play deals, simulate games, generate datasets.",
                      allow_abbrev=False)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=_version())
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     p = commands.add_parser("play", help="play one deal", description="Play one deal and report its outcome.",
                             allow_abbrev=False)
     p.add_argument("deal", nargs="?",
                    help="compact ('-JQKA' hands separated by '/') or rank notation ('10H 2C JS / QD 7 A')")
     _add_limits(p)
-    p.add_argument("--no-cycles", action="store_true", help="do not detect cycles (a deal that never ends runs forever)")
+    p.add_argument("--no-cycles", action="store_true",
+                   help="do not detect cycles (a deal that never ends runs until Ctrl-C)")
     p.add_argument("--trace", action="store_true", help="print the game trick by trick")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    s = commands.add_parser("simulate", help="play many random games", description="Play random games and summarise them.",
-                            allow_abbrev=False)
-    s.add_argument("--games", type=_count(1), default=100_000, metavar="N", help="number of games (default 100000)")
-    s.add_argument("--players", type=int, choices=(2, 3, 4), default=2, metavar="P", help="2, 3 or 4 (default 2)")
-    s.add_argument("--seed", type=_count(0), metavar="S", help="seed (default: a fresh one, printed)")
-    s.add_argument("--threads", type=_count(1), metavar="T", help="threads (default: all cores)")
+    s = commands.add_parser("simulate", help="play many random games", allow_abbrev=False,
+                            description="Play random games and summarise them (in constant memory, unless --out "
+                                        "or --json asks for every result).")
+    s.add_argument("--games", type=_whole_number(1), default=100_000, metavar="N",
+                   help="number of games (default 100000)")
+    _add_run_options(s, "playing")
     _add_limits(s)
     s.add_argument("--json", action="store_true", help="print the raw results as JSON")
     s.add_argument("--out", metavar="FILE.npz", help="save the raw results as .npz")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     d = commands.add_parser("dataset", help="generate a labelled dataset", allow_abbrev=False,
                             description="Generate observations of random games labelled with their outcomes.")
-    d.add_argument("--games", type=_count(1), required=True, metavar="N", help="number of games")
-    d.add_argument("--players", type=int, choices=(2, 3, 4), default=2, metavar="P", help="2, 3 or 4 (default 2)")
+    d.add_argument("--games", type=_whole_number(1), required=True, metavar="N", help="number of games")
     d.add_argument("--samples", default="card", metavar="card|trick|K",
                    help="a sample before every card (default), every trick, or K random points per game")
     d.add_argument("--observation", choices=("public", "full"), default="public", help="default public")
-    d.add_argument("--seed", type=_count(0), metavar="S", help="seed (default: a fresh one, printed)")
-    d.add_argument("--threads", type=_count(1), metavar="T", help="threads (default: all cores)")
-    d.add_argument("--max-cards", type=_count(0), metavar="N", help="the agreed time limit, in cards played")
+    _add_run_options(d, "generating")
+    _add_limits(d, tricks=False)
     d.add_argument("--out", required=True, metavar="FILE.npz", help="where to save it (beggar_env.datasets.load)")
-    d.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+def _version():
+    import numba
+
+    return f"beggar {__version__} (numba {numba.__version__}, numpy {np.__version__})"
 
 
 # -------------------------------------------------------------------------- play
 
 
-def _n(count, noun):
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _describe(result):
     lines = []
     if result.outcome == "win":
-        lines.append(f"seat {result.winner} wins after {_n(result.cards, 'card')} and {_n(result.tricks, 'trick')}")
+        lines.append(f"seat {result.winner} wins after {plural(result.cards, 'card')} and "
+                     f"{plural(result.tricks, 'trick')}")
     elif result.outcome == "cycle":
         lines.append(
-            f"no winner: the game never ends (first repeated position after {_n(result.cards, 'card')}, "
-            f"{_n(result.tricks, 'trick')})"
+            f"no winner: the game never ends (first repeated position after {plural(result.cards, 'card')}, "
+            f"{plural(result.tricks, 'trick')})"
         )
         lines.append(
-            f"the cycle starts after {_n(result.cycle_start_cards, 'card')}, "
-            f"{_n(result.cycle_start_tricks, 'trick')}; "
-            f"its period is {_n(result.cycle_cards, 'card')}, {_n(result.cycle_tricks, 'trick')}"
+            f"the cycle starts after {plural(result.cycle_start_cards, 'card')}, "
+            f"{plural(result.cycle_start_tricks, 'trick')}; "
+            f"its period is {plural(result.cycle_cards, 'card')}, {plural(result.cycle_tricks, 'trick')}"
         )
     else:
         verdict = "a draw" if result.winner is None else f"seat {result.winner} wins on cards in hand"
-        lines.append(f"time limit reached after {_n(result.cards, 'card')} and {_n(result.tricks, 'trick')}: {verdict}")
+        lines.append(f"time limit reached after {plural(result.cards, 'card')} and {plural(result.tricks, 'trick')}: "
+                     f"{verdict}")
     lines.append("hand sizes: " + " ".join(str(n) for n in result.hand_sizes))
     return "\n".join(lines)
 
 
 def _cmd_play(args):
+    from . import game
+    from .deals import parse_deal
+
     deal = parse_deal(args.deal)
-    result = play(deal, max_cards=args.max_cards, max_tricks=args.max_tricks, detect_cycles=not args.no_cycles)
-    tricks = list(trace(deal, max_cards=args.max_cards, max_tricks=args.max_tricks)) if args.trace else None
+    if deal.n_cards <= core.DECK_SIZE:
+        game.use_interpreted()  # one short game: faster than loading compiled code (see jit.interpreted)
+    limits = dict(max_cards=args.max_cards, max_tricks=args.max_tricks)
+    if args.trace:
+        traced = game.trace(deal, **limits)
+        result, tricks = traced.result, list(traced)
+    else:
+        result = game.play(deal, detect_cycles=not args.no_cycles, **limits)
+        tricks = None
     if args.json:
         out = {"deal": str(deal), "players": deal.n_players, **result.__dict__}
         out["hand_sizes"] = list(result.hand_sizes)
@@ -124,55 +154,24 @@ def _cmd_play(args):
             out["trace"] = [{**t, "hand_sizes": list(t["hand_sizes"])} for t in tricks]
         print(json.dumps(out))
         return
-    if tricks is not None:
-        for t in tricks:
-            hands = " ".join(f"{n:2d}" for n in t["hand_sizes"])
-            if t["taker"] is None:
-                print(f"stopped        after {t['cards']:5d} cards   hands {hands}")
-            else:
-                print(f"trick {t['trick']:4d}: seat {t['taker']} takes {t['taken']:2d} cards "
-                      f"(played {t['cards']:5d})   hands {hands}")
+    for t in tricks or ():
+        hands = " ".join(f"{n:2d}" for n in t["hand_sizes"])
+        if t["taker"] is None:
+            print(f"stopped        after {t['cards']:5d} cards   hands {hands}")
+        else:
+            print(f"trick {t['trick']:4d}: seat {t['taker']} takes {t['taken']:2d} cards "
+                  f"(played {t['cards']:5d})   hands {hands}")
     print(_describe(result))
 
 
 # ---------------------------------------------------------------------- simulate
 
 
-def wilson_interval(successes, n, z=1.959964):
-    """The 95% Wilson score interval of a binomial proportion."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (float(centre - half), float(centre + half))
-
-
-def summarise(results, n_players):
-    """A dict of summary statistics of :func:`simulate` results."""
-    n = len(results)
-    summary = {"games": n}
-    for field in ("cards", "tricks"):
-        values = results[field]
-        summary[field] = {
-            "mean": float(values.mean()),
-            "max": int(values.max()),
-            **{f"p{q}": float(np.percentile(values, q)) for q in PERCENTILES},
-        }
-    summary["seats"] = []
-    for seat in range(n_players):
-        wins = int((results.winner == seat).sum())
-        low, high = wilson_interval(wins, n)
-        summary["seats"].append({"seat": seat, "wins": wins, "rate": wins / n, "ci95": [low, high]})
-    summary["cycles"] = int((results.outcome == core.CYCLE).sum())
-    summary["limits"] = int((results.outcome == core.LIMIT).sum())
-    summary["draws"] = int(((results.outcome == core.LIMIT) & (results.winner < 0)).sum())
-    return summary
-
-
 def _print_summary(summary, seed, n_players, seconds):
+    from .stats import PERCENTILES
+
     n = summary["games"]
-    print(f"{n} games, {n_players} players, seed {seed}")
+    print(f"{plural(n, 'game')}, {n_players} players, seed {seed}")
     for field in ("cards", "tricks"):
         st = summary[field]
         print(f"{field:>6}: mean {st['mean']:.1f}  median {st['p50']:.0f}  "
@@ -185,11 +184,12 @@ def _print_summary(summary, seed, n_players, seconds):
     print(f"{n / seconds:,.0f} games/s ({seconds:.2f} s)")
 
 
-def _check_out(command, path):
-    if path is not None:
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise UsageError(f"beggar {command}: --out: no such folder: {folder}")
+def _out_path(command, path):
+    """``--out``'s file, checked before any work (see ``files.output_path``)."""
+    try:
+        return files.output_path(path)
+    except ValueError as error:
+        raise UsageError(f"beggar {command}: --out: {error}") from None
 
 
 def _seed(args):
@@ -199,38 +199,74 @@ def _seed(args):
     return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-def _run_with_progress(total, disable, run):
+def _compiling_notice(first_call):
+    """Run ``first_call()`` (it may compile the engine); if it takes more than a second,
+    say on stderr that it is compiling, once."""
+    notice = threading.Timer(COMPILE_NOTICE_AFTER, lambda: print(
+        "beggar: compiling the engine (once: later runs load it from numba's cache)...", file=sys.stderr, flush=True))
+    notice.daemon = True
+    notice.start()
+    try:
+        return first_call()
+    finally:
+        notice.cancel()
+
+
+def _run_with_progress(unit, disable, run):
     """``run(progress)`` with a progress bar on stderr (shown once a run takes more than half
-    a second; ``progress(done)`` moves it); returns its result and the seconds taken."""
+    a second; ``progress(done, total)`` moves it); returns its result and the seconds taken."""
     from tqdm import tqdm
 
-    bar = tqdm(total=total, unit="game", unit_scale=True, delay=0.5, file=sys.stderr, disable=disable, leave=False)
+    bar = tqdm(unit=unit, unit_scale=True, delay=0.5, file=sys.stderr, disable=disable, leave=False)
+
+    def progress(done, total):
+        bar.total = total
+        bar.update(done - bar.n)
+
     started = time.perf_counter()
     try:
-        result = run(lambda done: bar.update(done - bar.n))
+        result = run(progress)
     finally:
         bar.close()
     return result, time.perf_counter() - started
 
 
+JSON_BYTES_PER_GAME = 200  # a generous estimate of one game's raw results as JSON text
+
+
 def _cmd_simulate(args):
-    _check_out("simulate", args.out)
+    from .game import simulate, simulate_blocks
+    from .stats import Summary
+
+    out = _out_path("simulate", args.out) if args.out is not None else None
     seed = _seed(args)
     options = dict(n_players=args.players, threads=args.threads, max_cards=args.max_cards, max_tricks=args.max_tricks)
-    simulate(1, seed=seed, **options)  # compiles on a first run: games/s counts playing only
+    _compiling_notice(lambda: simulate(1, seed=seed, **options))  # games/s counts playing only
+    if out is None and not args.json:  # a summary needs no more memory for 10**9 games than for 10
+        def run(progress):
+            summary = Summary(args.players)
+            for _, block in simulate_blocks(args.games, seed=seed, progress=progress, **options):
+                summary.add(block)
+            return summary.as_dict()
+
+        summary, seconds = _run_with_progress("game", args.no_progress, run)
+        _print_summary(summary, seed, args.players, seconds)
+        return
+    if args.json:
+        checks.memory(args.games * JSON_BYTES_PER_GAME, f"the JSON of {args.games:,} games",
+                      "use --out FILE.npz, or fewer --games")
     results, seconds = _run_with_progress(
-        args.games, args.no_progress, lambda progress: simulate(args.games, seed=seed, progress=progress, **options))
-    if args.out is not None:
-        np.savez(args.out, outcomes=np.array(core.OUTCOMES), seed=seed, players=args.players,
-                 **{name: results[name] for name in results.dtype.names})
+        "game", args.no_progress, lambda progress: simulate(args.games, seed=seed, progress=progress, **options))
+    if out is not None:
+        out = files.save_npz(out, outcomes=np.array(core.OUTCOMES), seed=seed, players=args.players,
+                             **{name: results[name] for name in results.dtype.names})
     if args.json:
         raw = {name: results[name].tolist() for name in results.dtype.names}
         raw["outcome"] = [core.OUTCOMES[code] for code in results.outcome]
         print(json.dumps({"games": args.games, "players": args.players, "seed": seed, "results": raw}))
         return
-    _print_summary(summarise(results, args.players), seed, args.players, seconds)
-    if args.out is not None:
-        print(f"raw results saved to {args.out}")
+    _print_summary(Summary(args.players).add(results).as_dict(), seed, args.players, seconds)
+    print(f"raw results saved to {out}")
 
 
 def _cmd_dataset(args):
@@ -239,22 +275,21 @@ def _cmd_dataset(args):
     samples = args.samples
     if samples not in ("card", "trick"):
         try:
-            samples = _count(1)(samples)
+            samples = _whole_number(1)(samples)
         except argparse.ArgumentTypeError:
             raise UsageError(
-                f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {samples!r}"
+                f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {checks.excerpt(samples)}"
             ) from None
-    _check_out("dataset", args.out)
+    out = _out_path("dataset", args.out)
     seed = _seed(args)
     options = dict(n_players=args.players, observation=args.observation, samples=samples, threads=args.threads,
                    max_cards=args.max_cards)
-    datasets.generate(1, seed=seed, **options)  # compiles on a first run: samples/s counts generating only
+    _compiling_notice(lambda: datasets.generate(1, seed=seed, **options))  # samples/s counts generating only
     dataset, seconds = _run_with_progress(
-        args.games, args.no_progress,
-        lambda progress: datasets.generate(args.games, seed=seed, progress=progress, **options))
-    dataset.save(args.out)
-    print(f"{len(dataset)} samples of {args.games} games ({args.players} players, {args.observation} "
-          f"observation, samples={args.samples}, seed {seed}) saved to {args.out}")
+        "game", args.no_progress, lambda progress: datasets.generate(args.games, seed=seed, progress=progress, **options))
+    out = dataset.save(out)
+    print(f"{plural(len(dataset), 'sample')} of {plural(args.games, 'game')} ({args.players} players, "
+          f"{args.observation} observation, samples={args.samples}, seed {seed}) saved to {out}")
     print(f"{len(dataset) / seconds:,.0f} samples/s ({seconds:.2f} s)")
 
 
@@ -267,6 +302,8 @@ def parse_args(argv):
     compact symbols only, is the deal."""
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
+    if args.command is None:
+        raise UsageError(parser.format_help().rstrip())
     if args.command == "play" and args.deal is None:
         deals = [word for word in extras if "/" in word or not word.strip("-JQKAjqka")]
         if deals:
@@ -275,23 +312,31 @@ def parse_args(argv):
         else:
             raise UsageError("beggar play: a deal is required, e.g. beggar play '-A--Q/----K-J'")
     if extras:
-        raise UsageError(f"beggar {args.command}: unrecognised arguments: {' '.join(extras)}")
+        raise UsageError(f"beggar {args.command}: unrecognised arguments: {checks.excerpt(' '.join(extras))}")
     return args
 
 
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         args = parse_args(argv)
         COMMANDS[args.command](args)
     except UsageError as error:
         print(str(error), file=sys.stderr)
         return 2
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, MemoryError) as error:
         print(f"beggar: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("beggar: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("beggar: terminated", file=sys.stderr)
+        return 143
     except BrokenPipeError:
         return 0
     return 0

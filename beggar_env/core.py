@@ -1,4 +1,4 @@
-"""The rules engine: the one implementation of RULES.md that everything else drives.
+"""The rules engine: the one implementation of ``docs/RULES.md`` that everything else drives.
 
 A game's whole state is one numpy record (see :func:`state_dtype`); a batch of games is
 an array of them. Hands are ring buffers of card classes, the pile is a plain array in
@@ -11,50 +11,51 @@ Three ways to advance a game, all built on :func:`step_card`:
   payment is taken, a player who must play with an empty hand is out, the game ends,
   the agreed limit is reached), so the state always waits for the next card;
 * :func:`step_trick` plays cards until the pile is taken or the game ends;
-* :func:`finish` plays to the end, detecting cycles (Brent's algorithm over trick-start
-  positions, then a replay to find where the cycle starts), and writes a result record.
+* :func:`finish` plays towards the end within a budget of cards, detecting cycles
+  (Brent's algorithm over trick-start positions, then a replay to find where the cycle
+  starts), and writes a result record once it gets there. It can stop after any number
+  of cards and resume later with the same outcome, so that no compiled call runs long
+  (Ctrl-C and progress reports work between calls).
 
-Card classes: 0 numeral, 1 jack, 2 queen, 3 king, 4 ace; a court card's class is its
-honour (the number of cards it demands).
+Card classes (:class:`Card`): 0 numeral, 1 jack, 2 queen, 3 king, 4 ace; a court
+card's class is its honour (the number of cards it demands).
 """
 
 import functools
-import hashlib
+from enum import IntEnum
 
 import numba
 import numpy as np
-from numba import njit, prange
-from numba.core import types as numba_types
+from numba import prange
+
+from .jit import jit
 
 
-def _name_records_by_content():
-    """Name compiled code after what its record types hold, not a per-process counter.
+class Card(IntEnum):
+    """Card classes: all that matters to play. A court card's value is its honour."""
 
-    numba mangles a record type into a compiled function's name as a counter that each
-    process assigns anew (numba issue 7654). Code cached by two processes can then use one
-    name for two record types (a 2-player and a 3-player state, say), and a third process
-    that loads both runs the wrong code: wrong results or a crash. A digest of the type's
-    full description gives every record type one name in every process.
-    """
-
-    def mangling_args(self):
-        digest = hashlib.blake2b(self.name.encode(), digest_size=7).digest()
-        return type(self).__name__, (int.from_bytes(digest, "little"),)
-
-    numba_types.Record.mangling_args = property(mangling_args)
+    NUMERAL = 0
+    JACK = 1
+    QUEEN = 2
+    KING = 3
+    ACE = 4
 
 
-_name_records_by_content()
+class Outcome(IntEnum):
+    """A game's status; the last three are the outcomes of a finished game."""
 
-NUMERAL, JACK, QUEEN, KING, ACE = 0, 1, 2, 3, 4
-CLASS_SYMBOLS = "-JQKA"
+    RUNNING = 0
+    WIN = 1  # one player holds every card
+    CYCLE = 2  # the game never ends (stopped at its first repeated trick-start position)
+    LIMIT = 3  # the agreed limit stopped it: most cards in hand wins, a tie is a draw
 
-# Game status (the "outcome" of a finished game).
-RUNNING, WIN, CYCLE, LIMIT = 0, 1, 2, 3
-OUTCOMES = ("running", "win", "cycle", "limit")
+
+N_CLASSES = len(Card)
+CLASS_SYMBOLS = "-JQKA"  # compact notation, by card class
+OUTCOMES = tuple(outcome.name.lower() for outcome in Outcome)  # names by Outcome code
 
 NO_LIMIT = np.iinfo(np.int64).max
-NO_SEAT = -1
+NO_SEAT = -1  # "nobody": no court player, no winner
 
 # Standard deck: card id = rank * 4 + suit, ranks 2..A as 0..12, suits C D H S as 0..3.
 DECK_SIZE = 52
@@ -84,8 +85,8 @@ def state_dtype(n_players, capacity):
             ("n_cards", np.int32),  # cards in the game, constant
             ("turn", np.int32),  # seat that plays the next card
             ("owed", np.int32),  # cards still owed to `court` (0: none)
-            ("court", np.int32),  # seat that laid the last court card, or -1
-            ("status", np.int8),
+            ("court", np.int32),  # seat that laid the last court card, or NO_SEAT
+            ("status", np.int8),  # an Outcome
             ("winner", np.int8),
             ("cards", np.int64),  # cards played so far
             ("tricks", np.int64),  # piles taken so far
@@ -101,8 +102,8 @@ def result_dtype(n_players):
     """The numpy record type of one game's result (see :func:`finish`)."""
     return np.dtype(
         [
-            ("outcome", np.int8),  # WIN, CYCLE or LIMIT
-            ("winner", np.int8),  # seat, or -1 (cycle, or a draw at the limit)
+            ("outcome", np.int8),  # Outcome.WIN, CYCLE or LIMIT
+            ("winner", np.int8),  # seat, or NO_SEAT (a cycle, or a draw at the limit)
             ("cards", np.int64),
             ("tricks", np.int64),
             ("hand_sizes", np.int64, (n_players,)),
@@ -113,6 +114,34 @@ def result_dtype(n_players):
         ],
         align=True,
     )
+
+
+class Phase(IntEnum):
+    """Where :func:`finish` is in a game (kept in a :data:`PROGRESS_DTYPE` record)."""
+
+    DEAL = 0  # the game is still to be dealt (batch loops deal it, then START)
+    START = 1
+    RUN_OUT = 2  # play to the end or the limit, no cycle detection
+    WARM_UP = 3  # play to the first trick where positions are compared
+    SEARCH = 4  # Brent's search for a repeated position
+    AHEAD = 5  # move the probe one period ahead of the start
+    MEET = 6  # walk both until they meet: the cycle's start
+    DONE = 7
+
+
+PROGRESS_DTYPE = np.dtype(
+    [
+        ("phase", np.int8),  # a Phase
+        ("done", np.int64),  # batch loops: games finished in this chunk
+        ("power", np.int64),  # Brent's search
+        ("lam", np.int64),
+        ("period", np.int64),  # tricks in the cycle, once found
+        ("steps", np.int64),
+        ("max_cards", np.int64),  # the game's own limits, while cycle detection lifts them
+        ("max_tricks", np.int64),
+    ],
+    align=True,
+)
 
 
 def new_states(n_games, n_players, capacity):
@@ -126,9 +155,16 @@ def new_states(n_games, n_players, capacity):
     return states.view(np.recarray) if numba.config.DISABLE_JIT else states
 
 
+def new_progress(n_rows):
+    """:func:`finish`'s progress records, one per game or chunk played at a time."""
+    progress = np.zeros(n_rows, PROGRESS_DTYPE)
+    return progress.view(np.recarray) if numba.config.DISABLE_JIT else progress
+
+
 def new_work(n_rows, n_players, capacity):
-    """Scratch space: three state records per row (a game, and :func:`finish`'s two)."""
-    return new_states(3 * n_rows, n_players, capacity).reshape(n_rows, 3)
+    """Scratch space for ``n_rows`` games played at once: three state records per row (the
+    game, and :func:`finish`'s start and probe) and one progress record per row."""
+    return new_states(3 * n_rows, n_players, capacity).reshape(n_rows, 3), new_progress(n_rows)
 
 
 def new_results(n_games, n_players):
@@ -139,7 +175,7 @@ def new_results(n_games, n_players):
 # --------------------------------------------------------------------------- set-up
 
 
-@njit(cache=True)
+@jit
 def init_state(s, cards, hand_sizes, max_cards, max_tricks):
     """Deal ``cards`` (classes, hand after hand, each from the top) into state ``s``."""
     n_players = s.hands.shape[0]
@@ -151,7 +187,7 @@ def init_state(s, cards, hand_sizes, max_cards, max_tricks):
     _reset_counters(s, hand_sizes, max_cards, max_tricks)
 
 
-@njit(cache=True)
+@jit
 def init_shuffled_state(s, key, max_cards, max_tricks, deck):
     """Deal a standard deck shuffled by ``key`` into ``s``, one card at a time from seat 0.
 
@@ -168,7 +204,7 @@ def init_shuffled_state(s, key, max_cards, max_tricks, deck):
     _reset_counters(s, s.held, max_cards, max_tricks)
 
 
-@njit(cache=True)
+@jit
 def _reset_counters(s, hand_sizes, max_cards, max_tricks):
     n_players = s.hands.shape[0]
     n_cards = 0
@@ -186,7 +222,7 @@ def _reset_counters(s, hand_sizes, max_cards, max_tricks):
     s.turn = 0
     s.owed = 0
     s.court = NO_SEAT
-    s.status = RUNNING
+    s.status = Outcome.RUNNING
     s.winner = NO_SEAT
     s.cards = 0
     s.tricks = 0
@@ -195,7 +231,7 @@ def _reset_counters(s, hand_sizes, max_cards, max_tricks):
     if holders == 1:  # one player already holds every card
         for p in range(n_players):
             if hand_sizes[p] > 0:
-                s.status = WIN
+                s.status = Outcome.WIN
                 s.winner = p
     else:
         _settle(s)  # seat 0 may have to lead from an empty hand
@@ -208,7 +244,7 @@ def _reset_counters(s, hand_sizes, max_cards, max_tricks):
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True)
+@jit
 def mix64(z):
     """SplitMix64's finaliser: a bijective scramble of a uint64."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -216,27 +252,31 @@ def mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@jit
 def stream_key(seed, index):
-    """The key of item ``index`` of the stream seeded by ``seed`` (both uint64)."""
-    return mix64(seed + _GOLDEN * (index + np.uint64(1)))
+    """The key of item ``index`` of the stream seeded by ``seed``.
+
+    Both are taken as uint64 whatever their integer type, so a Python int and a
+    ``numpy.uint64`` of the same value give the same key.
+    """
+    return mix64(np.uint64(seed) + _GOLDEN * (np.uint64(index) + np.uint64(1)))
 
 
-@njit(cache=True)
+@jit
 def stream_keys(seed, n):
     """The keys of items 0 .. n-1 of the stream seeded by ``seed``."""
     keys = np.empty(n, np.uint64)
     for i in range(n):
-        keys[i] = stream_key(seed, np.uint64(i))
+        keys[i] = stream_key(seed, i)
     return keys
 
 
-@njit(cache=True)
+@jit
 def shuffle_deck(key, deck):
     """Fill ``deck`` with the card ids 0..51 in the order shuffled by ``key`` (Fisher-Yates)."""
     for k in range(DECK_SIZE):
         deck[k] = k
-    z = key
+    z = np.uint64(key)
     for k in range(DECK_SIZE - 1, 0, -1):
         z += _GOLDEN
         j = mix64(z) % np.uint64(k + 1)  # bias below 2**-58: immaterial
@@ -246,7 +286,7 @@ def shuffle_deck(key, deck):
 # -------------------------------------------------------------------------- rules
 
 
-@njit(cache=True)
+@jit
 def _next_alive(alive, seat):
     n_players = alive.shape[0]
     seat += 1
@@ -259,7 +299,7 @@ def _next_alive(alive, seat):
     return seat
 
 
-@njit(cache=True)
+@jit
 def _put_pile_under(hands, head, held, pile, pile_len, taker):
     mask = pile.shape[0] - 1
     end = head[taker] + held[taker]
@@ -268,7 +308,7 @@ def _put_pile_under(hands, head, held, pile, pile_len, taker):
     held[taker] += pile_len
 
 
-@njit(cache=True)
+@jit
 def _eliminate_empty(s):
     """While the seat that must play has no cards, it is out (RULES 7).
 
@@ -286,15 +326,15 @@ def _eliminate_empty(s):
             s.tricks += 1
             s.owed = 0
             s.court = NO_SEAT
-            s.status = WIN
+            s.status = Outcome.WIN
             s.winner = s.turn
             return
 
 
-@njit(cache=True)
+@jit
 def _stop_at_limit(s):
     """The agreed limit is reached: most cards in hand wins, a tie is a draw."""
-    s.status = LIMIT
+    s.status = Outcome.LIMIT
     best = -1
     s.winner = NO_SEAT
     for p in range(s.held.shape[0]):
@@ -305,29 +345,30 @@ def _stop_at_limit(s):
             s.winner = NO_SEAT
 
 
-@njit(cache=True)
+@jit
 def _settle(s):
     """Settle a state that waits for a card: eliminations, then the limit."""
-    if s.status == RUNNING:
+    if s.status == Outcome.RUNNING:
         _eliminate_empty(s)
-    if s.status == RUNNING and (s.cards >= s.max_cards or s.tricks >= s.max_tricks):
+    if s.status == Outcome.RUNNING and (s.cards >= s.max_cards or s.tricks >= s.max_tricks):
         _stop_at_limit(s)
 
 
-@njit(cache=True)
+@jit
 def _stop_at(count, budget, limit):
     return limit if budget >= limit - count else count + budget
 
 
-@njit(cache=True)
+@jit
 def _advance(s, card_budget, trick_budget):
-    """Play up to ``card_budget`` cards, stopping early after ``trick_budget`` takings.
+    """Play up to ``card_budget`` cards (at least one), stopping early after
+    ``trick_budget`` takings.
 
     Every card is settled before the next (see :func:`step_card`). The hot scalars live
     in locals: records share memory with the hands, so the compiler could not otherwise
     keep them in registers.
     """
-    if s.status != RUNNING:
+    if s.status != Outcome.RUNNING:
         return
     hands, head, held, alive, pile = s.hands, s.head, s.held, s.alive, s.pile
     mask = pile.shape[0] - 1
@@ -344,7 +385,7 @@ def _advance(s, card_budget, trick_budget):
         pile[pile_len] = card
         pile_len += 1
         cards += 1
-        if card != NUMERAL:  # a court card: the next player pays its honour
+        if card != Card.NUMERAL:  # a court card: the next player pays its honour
             owed = card
             court = turn
             turn = _next_alive(alive, turn)
@@ -357,7 +398,7 @@ def _advance(s, card_budget, trick_budget):
                 pile_len = 0
                 tricks += 1
                 if held[turn] == n_cards:
-                    s.status = WIN
+                    s.status = Outcome.WIN
                     s.winner = turn
                     break
                 if tricks >= stop_tricks:
@@ -368,16 +409,16 @@ def _advance(s, card_budget, trick_budget):
             s.turn, s.owed, s.court, s.pile_len, s.tricks = turn, owed, court, pile_len, tricks
             _eliminate_empty(s)
             turn, owed, court, pile_len, tricks = s.turn, s.owed, s.court, s.pile_len, s.tricks
-            if s.status != RUNNING:
+            if s.status != Outcome.RUNNING:
                 break
         if cards >= stop_cards:
             break
     s.turn, s.owed, s.court, s.pile_len, s.cards, s.tricks = turn, owed, court, pile_len, cards, tricks
-    if s.status == RUNNING and (cards >= s.max_cards or tricks >= s.max_tricks):
+    if s.status == Outcome.RUNNING and (cards >= s.max_cards or tricks >= s.max_tricks):
         _stop_at_limit(s)
 
 
-@njit(cache=True)
+@jit
 def step_card(s):
     """Play one card and settle everything it causes. ``s.status`` must be RUNNING.
 
@@ -389,16 +430,25 @@ def step_card(s):
     _advance(s, 1, NO_LIMIT)
 
 
-@njit(cache=True)
+@jit
 def step_trick(s):
     """Play cards until the pile is taken or the game ends."""
     _advance(s, NO_LIMIT, 1)
 
 
+@jit
+def advance(s, card_budget):
+    """Play up to ``card_budget`` cards (at least one, while the game runs); return how
+    many were played."""
+    before = s.cards
+    _advance(s, card_budget, NO_LIMIT)
+    return s.cards - before
+
+
 # ------------------------------------------------------------- whole games, cycles
 
 
-@njit(cache=True)
+@jit
 def copy_state(src, dst):
     """Copy one state record into another of the same type."""
     n_players, capacity = src.hands.shape
@@ -424,7 +474,7 @@ def copy_state(src, dst):
     dst.max_tricks = src.max_tricks
 
 
-@njit(cache=True)
+@jit
 def same_position(s, t):
     """Whether two trick-start states have the same hands (as classes) and leader."""
     if s.turn != t.turn:
@@ -443,91 +493,136 @@ def same_position(s, t):
     return True
 
 
-@njit(cache=True)
-def _run_out(s):
-    _advance(s, NO_LIMIT, NO_LIMIT)
-
-
 # Almost every game ends long before this many tricks, so positions are only compared
 # after it; the replay in `finish` still finds exactly where a cycle starts.
 CYCLE_CHECKS_FROM_TRICK = 1024
 
 
-@njit(cache=True)
-def _cycle_period(s, saved):
-    """Advance ``s`` (no limit) until it ends or a trick-start position repeats; return
-    the period in tricks, or 0 if the game ended (Brent's algorithm)."""
-    if s.tricks < CYCLE_CHECKS_FROM_TRICK:
-        _advance(s, NO_LIMIT, CYCLE_CHECKS_FROM_TRICK - s.tricks)
-    copy_state(s, saved)
-    power = 1
-    lam = 0
-    while s.status == RUNNING:
-        step_trick(s)
-        if s.status != RUNNING:
-            return 0
-        lam += 1
-        if same_position(s, saved):
-            return lam
-        if lam == power:
-            copy_state(s, saved)
-            power *= 2
-            lam = 0
-    return 0
+@jit
+def _trick(s):
+    """Play one trick (or to the end); return the cards it took."""
+    before = s.cards
+    _advance(s, NO_LIMIT, 1)
+    return s.cards - before
 
 
-@njit(cache=True)
-def finish(s, detect_cycles, r, start, probe):
-    """Play state ``s`` to its end and write the result record ``r``.
+@jit
+def _ended_without_limit(s, r, start, f):
+    """The game ended while cycle detection had lifted its limits: keep the result if it
+    lies within them, else replay from the start with the limits."""
+    if s.cards <= f.max_cards and s.tricks <= f.max_tricks:
+        _write_result(s, r)
+        f.phase = Phase.DONE
+    else:
+        copy_state(start, s)  # `start` holds the game's own limits
+        f.phase = Phase.RUN_OUT
+
+
+@jit
+def finish(s, detect_cycles, r, start, probe, f, budget):
+    """Play state ``s`` towards its end within about ``budget`` cards; return what is
+    left of the budget (<= 0 when it ran out).
+
+    ``f`` is a progress record (:data:`PROGRESS_DTYPE`): set ``f.phase = Phase.START``
+    for a new game, then call until ``f.phase == Phase.DONE``; the result record ``r``
+    is then written. A game stopped by the budget resumes exactly where it stopped.
+    ``start`` and ``probe`` are scratch records of ``s``'s type, kept between calls.
 
     With ``detect_cycles``, a game whose trick-start position repeats ends with outcome
     CYCLE at the first repeat (``s`` is left there); the limit in ``s`` still applies
-    when it comes first. ``start`` and ``probe`` are scratch records of ``s``'s type.
+    when it comes first.
     """
-    r.cycle_start_cards = -1
-    r.cycle_start_tricks = -1
-    r.cycle_cards = -1
-    r.cycle_tricks = -1
-    if detect_cycles and s.status == RUNNING:
-        max_cards = s.max_cards
-        max_tricks = s.max_tricks
-        copy_state(s, start)
-        s.max_cards = NO_LIMIT
-        s.max_tricks = NO_LIMIT
-        period = _cycle_period(s, probe)
-        if period == 0:
-            if s.cards <= max_cards and s.tricks <= max_tricks:
+    while budget > 0:
+        phase = f.phase
+        if phase == Phase.START:
+            r.cycle_start_cards = -1
+            r.cycle_start_tricks = -1
+            r.cycle_cards = -1
+            r.cycle_tricks = -1
+            if detect_cycles and s.status == Outcome.RUNNING:
+                f.max_cards = s.max_cards
+                f.max_tricks = s.max_tricks
+                copy_state(s, start)
+                s.max_cards = NO_LIMIT
+                s.max_tricks = NO_LIMIT
+                f.phase = Phase.WARM_UP
+            else:
+                f.phase = Phase.RUN_OUT
+        elif phase == Phase.RUN_OUT:
+            if s.status == Outcome.RUNNING:
+                budget -= advance(s, budget)
+            if s.status != Outcome.RUNNING:
                 _write_result(s, r)
-                return
-        else:
-            # Where does the cycle start? Walk from the start and from `period` tricks
-            # later, side by side, until the two positions meet.
-            copy_state(start, s)
-            s.max_cards = NO_LIMIT
-            s.max_tricks = NO_LIMIT
-            copy_state(s, probe)
-            for _ in range(period):
-                step_trick(probe)
-            while not same_position(s, probe):
-                step_trick(s)
-                step_trick(probe)
-            if probe.cards <= max_cards and probe.tricks <= max_tricks:
-                r.cycle_start_cards = s.cards
-                r.cycle_start_tricks = s.tricks
-                r.cycle_cards = probe.cards - s.cards
-                r.cycle_tricks = period
-                copy_state(probe, s)
-                s.status = CYCLE
-                s.max_cards = max_cards
-                s.max_tricks = max_tricks
-                _write_result(s, r)
-                return
-        copy_state(start, s)  # the limit comes first: play up to it
-    _run_out(s)
-    _write_result(s, r)
+                f.phase = Phase.DONE
+        elif phase == Phase.WARM_UP:
+            before = s.cards
+            if s.tricks < CYCLE_CHECKS_FROM_TRICK:
+                _advance(s, budget, CYCLE_CHECKS_FROM_TRICK - s.tricks)
+            budget -= s.cards - before
+            if s.status != Outcome.RUNNING:
+                _ended_without_limit(s, r, start, f)
+            elif s.tricks >= CYCLE_CHECKS_FROM_TRICK:
+                copy_state(s, probe)
+                f.power = 1
+                f.lam = 0
+                f.phase = Phase.SEARCH
+        elif phase == Phase.SEARCH:  # Brent: `probe` holds the position `lam` tricks back
+            while budget > 0:
+                budget -= _trick(s)
+                if s.status != Outcome.RUNNING:
+                    _ended_without_limit(s, r, start, f)
+                    break
+                f.lam += 1
+                if same_position(s, probe):  # the period is `lam` tricks
+                    f.period = f.lam
+                    copy_state(start, s)
+                    s.max_cards = NO_LIMIT
+                    s.max_tricks = NO_LIMIT
+                    copy_state(s, probe)
+                    f.steps = 0
+                    f.phase = Phase.AHEAD
+                    break
+                if f.lam == f.power:
+                    copy_state(s, probe)
+                    f.power *= 2
+                    f.lam = 0
+        elif phase == Phase.AHEAD:  # walk the probe `period` tricks ahead of the start
+            while budget > 0 and f.steps < f.period:
+                budget -= _trick(probe)
+                f.steps += 1
+            if f.steps == f.period:
+                f.phase = Phase.MEET
+        elif phase == Phase.MEET:  # walk both until they meet: where the cycle starts
+            while budget > 0 and not same_position(s, probe):
+                budget -= _trick(s) + _trick(probe)
+            if same_position(s, probe):
+                if probe.cards <= f.max_cards and probe.tricks <= f.max_tricks:
+                    r.cycle_start_cards = s.cards
+                    r.cycle_start_tricks = s.tricks
+                    r.cycle_cards = probe.cards - s.cards
+                    r.cycle_tricks = f.period
+                    copy_state(probe, s)
+                    s.status = Outcome.CYCLE
+                    s.max_cards = f.max_cards
+                    s.max_tricks = f.max_tricks
+                    _write_result(s, r)
+                    f.phase = Phase.DONE
+                else:
+                    copy_state(start, s)  # the limit comes first: play up to it
+                    f.phase = Phase.RUN_OUT
+        else:  # DONE (or DEAL, which batch loops handle)
+            break
+    return budget
 
 
-@njit(cache=True)
+@jit
+def finish_now(s, detect_cycles, r, start, probe, f):
+    """:func:`finish` a new game in one call, without a budget (for games known to be short)."""
+    f.phase = Phase.START
+    finish(s, detect_cycles, r, start, probe, f, NO_LIMIT)
+
+
+@jit
 def _write_result(s, r):
     r.outcome = s.status
     r.winner = s.winner
@@ -537,43 +632,96 @@ def _write_result(s, r):
         r.hand_sizes[p] = s.held[p]
 
 
+@jit
+def episode_over(s, r):
+    """Whether the episode of game ``s``, whose result ``r`` is known, is over: the game
+    has ended, or it has reached its first repeated position (then ``s`` is marked CYCLE).
+
+    This is the end rule of the envs, the datasets and traces: a game that never ends
+    stops at the first repeat, as :func:`finish` reports it.
+    """
+    if s.status == Outcome.RUNNING and r.outcome == Outcome.CYCLE and s.tricks == r.tricks:
+        s.status = Outcome.CYCLE
+    return s.status != Outcome.RUNNING
+
+
+@jit
+def outcome_label(winner, n_players):
+    """The forecast label of an outcome: the winner's seat, or ``n_players`` for no winner
+    (``winner`` is NO_SEAT: a cycle, or a draw at the limit)."""
+    return winner if winner >= 0 else n_players
+
+
+@jit
+def outcome_labels(winners, n_players):
+    """:func:`outcome_label` of each winner in an array."""
+    labels = np.empty(winners.shape[0], np.int64)
+    for i in range(winners.shape[0]):
+        labels[i] = outcome_label(winners[i], n_players)
+    return labels
+
+
 # ---------------------------------------------------------------------- batches
 # The batch functions split the games into `work.shape[0]` contiguous chunks, one per
-# parallel task; `work[c]` holds chunk c's scratch records (the game, start, probe).
+# parallel task; `work[c]` holds chunk c's scratch records (the game, start, probe) and
+# `progress[c]` how far the chunk has got. Each call plays about `budget` cards per
+# chunk and returns; call again until every chunk is done (see `batch_done`).
+
+CALL_BUDGET = 1 << 22  # cards per chunk and compiled call: a few hundredths of a second
 
 
-@njit(cache=True)
+@jit
 def chunk_bounds(c, n_chunks, n_items):
     """The first and one-past-last items of chunk ``c`` of ``n_chunks`` contiguous chunks."""
     return c * n_items // n_chunks, (c + 1) * n_items // n_chunks
 
 
-@njit(cache=True, parallel=True)
-def finish_dealt(cards, hand_sizes, max_cards, max_tricks, detect_cycles, results, work):
-    """Play the explicit deals ``cards[i]`` / ``hand_sizes[i]`` to the end."""
+def batch_done(progress):
+    """Games finished so far by the calls of a batch function with these progress records."""
+    return int(progress["done"].sum())
+
+
+@jit(parallel=True)
+def finish_dealt(cards, hand_sizes, max_cards, max_tricks, detect_cycles, results, work, progress, budget):
+    """Play the explicit deals ``cards[i]`` / ``hand_sizes[i]`` to the end (``budget``
+    cards per chunk and call)."""
     for c in prange(work.shape[0]):
-        s = work[c, 0]
+        s, f = work[c, 0], progress[c]
         lo, hi = chunk_bounds(c, work.shape[0], results.shape[0])
-        for i in range(lo, hi):
-            init_state(s, cards[i], hand_sizes[i], max_cards, max_tricks)
-            finish(s, detect_cycles, results[i], work[c, 1], work[c, 2])
+        left = budget
+        while lo + f.done < hi and left > 0:
+            i = lo + f.done
+            if f.phase == Phase.DEAL:
+                init_state(s, cards[i], hand_sizes[i], max_cards, max_tricks)
+                f.phase = Phase.START
+            left = finish(s, detect_cycles, results[i], work[c, 1], work[c, 2], f, left)
+            if f.phase == Phase.DONE:
+                f.done += 1
+                f.phase = Phase.DEAL
 
 
-@njit(cache=True, parallel=True)
-def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, work):
-    """Play games ``first .. first + len(results) - 1`` of the random stream ``seed``."""
+@jit(parallel=True)
+def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, work, progress, budget):
+    """Play games ``first .. first + len(results) - 1`` of the random stream ``seed``
+    (``budget`` cards per chunk and call)."""
     for c in prange(work.shape[0]):
-        s = work[c, 0]
+        s, f = work[c, 0], progress[c]
         deck = np.empty(DECK_SIZE, np.int64)
         lo, hi = chunk_bounds(c, work.shape[0], results.shape[0])
-        for i in range(lo, hi):
-            key = stream_key(seed, np.uint64(first + i))
-            init_shuffled_state(s, key, max_cards, max_tricks, deck)
-            finish(s, detect_cycles, results[i], work[c, 1], work[c, 2])
+        left = budget
+        while lo + f.done < hi and left > 0:
+            i = lo + f.done
+            if f.phase == Phase.DEAL:
+                init_shuffled_state(s, stream_key(seed, first + i), max_cards, max_tricks, deck)
+                f.phase = Phase.START
+            left = finish(s, detect_cycles, results[i], work[c, 1], work[c, 2], f, left)
+            if f.phase == Phase.DONE:
+                f.done += 1
+                f.phase = Phase.DEAL
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def shuffled_decks(seed, first, decks):
     """The shuffled decks (card ids) of games ``first ..`` of the random stream ``seed``."""
     for i in prange(decks.shape[0]):
-        shuffle_deck(stream_key(seed, np.uint64(first + i)), decks[i])
+        shuffle_deck(stream_key(seed, first + i), decks[i])

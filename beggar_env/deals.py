@@ -18,14 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import core
+from . import checks, core
+from .core import Card
+from .jit import jit
 
 RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A")
 SUITS = "CDHS"
 _SUIT_SYMBOLS = {"♣": "C", "♦": "D", "♥": "H", "♠": "S", "♧": "C", "♢": "D", "♡": "H", "♤": "S"}
 _CLASS_OF_RANK = {rank: max(0, i - 8) for i, rank in enumerate(RANKS)}
-_CLASS_OF_RANK["-"] = core.NUMERAL  # a numeral of unknown rank
-_TOKEN = re.compile(r"^(?:(10|[2-9]|[JQKA])([CDHS]?)|(-)())$")  # '-': a numeral, no suit
+_CLASS_OF_RANK["-"] = Card.NUMERAL  # a numeral of unknown rank
+_TOKEN = re.compile(r"(?:10|[2-9]|[JQKA])[CDHS]?|-")  # '-': a numeral, no suit (always fullmatch)
 _RANK_HINTS = set("0123456789,CDHScdhs") | set(_SUIT_SYMBOLS)
 _EXPECTED = "expected 2-10, J, Q, K or A, optionally with a suit C, D, H, S"
 
@@ -40,7 +42,7 @@ class Deal:
     ``str(deal)`` gives its text back (see :func:`format_deal`).
     """
 
-    hands: tuple
+    hands: tuple[tuple[str, ...], ...]
 
     def __post_init__(self):
         hands = tuple(tuple(hand) for hand in self.hands)
@@ -48,18 +50,18 @@ class Deal:
         _validate(hands)
 
     @property
-    def n_players(self):
+    def n_players(self) -> int:
         return len(self.hands)
 
     @property
-    def n_cards(self):
+    def n_cards(self) -> int:
         return sum(len(hand) for hand in self.hands)
 
     @property
-    def hand_sizes(self):
+    def hand_sizes(self) -> tuple[int, ...]:
         return tuple(len(hand) for hand in self.hands)
 
-    def classes(self):
+    def classes(self) -> np.ndarray:
         """The card classes (0 numeral, 1-4 J Q K A), all hands in one int8 array."""
         return np.array(
             [_CLASS_OF_RANK[token.rstrip(SUITS)] for hand in self.hands for token in hand],
@@ -67,21 +69,21 @@ class Deal:
         )
 
     @classmethod
-    def from_classes(cls, hands):
+    def from_classes(cls, hands) -> "Deal":
         """A deal from per-hand sequences of card classes (0 numeral, 1-4 J Q K A)."""
         tokens = []
         for seat, hand in enumerate(hands):
             for position, c in enumerate(hand, 1):
-                if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c <= core.ACE:
-                    raise ValueError(f"seat {seat}, card {position}: {c!r} is not a card class (0-4)")
+                if not checks.is_integer(c) or not 0 <= c <= Card.ACE:
+                    raise ValueError(f"seat {seat}, card {position}: {checks.excerpt(c)} is not a card class (0-4)")
             tokens.append(tuple(core.CLASS_SYMBOLS[int(c)] for c in hand))
         return cls(tuple(tokens))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return format_deal(self)
 
 
-def parse_deal(text):
+def parse_deal(text: "str | Deal") -> Deal:
     """Parse a deal in compact or rank notation (see the module docstring).
 
     A :class:`Deal` is returned unchanged. Raises ``ValueError`` naming the seat, the card
@@ -90,7 +92,7 @@ def parse_deal(text):
     if isinstance(text, Deal):
         return text
     if not isinstance(text, str):
-        raise TypeError(f"a deal must be a string or a Deal, not {type(text).__name__}")
+        raise TypeError(f"a deal must be a string or a Deal, not {type(text).__name__} {checks.excerpt(text)}")
     parts = text.split("/")
     _check_player_count(len(parts), text)
     stripped = [part.strip() for part in parts]
@@ -107,7 +109,7 @@ def _parse_compact_hand(seat, text):
         token = symbol.upper()
         if token not in core.CLASS_SYMBOLS:
             raise ValueError(
-                f"seat {seat}, card {position}: unknown symbol {symbol!r} in {text!r} "
+                f"seat {seat}, card {position}: unknown symbol {symbol!r} in {checks.excerpt(text)} "
                 "(compact notation uses - J Q K A)"
             )
         hand.append(token)
@@ -119,9 +121,8 @@ def _parse_rank_hand(seat, text):
         text = text.replace(symbol, letter)
     hand = []
     for position, word in enumerate(re.split(r"[\s,]+", text.strip()) if text.strip() else [], 1):
-        match = _TOKEN.match(word.upper())
-        if not match:
-            raise ValueError(f"seat {seat}, card {position}: unknown card {word!r} ({_EXPECTED})")
+        if not _TOKEN.fullmatch(word.upper()):
+            raise ValueError(f"seat {seat}, card {position}: unknown card {checks.excerpt(word)} ({_EXPECTED})")
         hand.append(word.upper())
     return tuple(hand)
 
@@ -129,7 +130,7 @@ def _parse_rank_hand(seat, text):
 def _check_player_count(n_players, text):
     if not 2 <= n_players <= 4:
         raise ValueError(
-            f"a deal needs 2 to 4 players separated by '/', got {n_players} in {text!r}"
+            f"a deal needs 2 to 4 players separated by '/', got {n_players} in {checks.excerpt(text)}"
         )
 
 
@@ -139,8 +140,8 @@ def _validate(hands):
     rank_counts = {}
     for seat, hand in enumerate(hands):
         for position, token in enumerate(hand, 1):
-            if not isinstance(token, str) or not _TOKEN.match(token):
-                raise ValueError(f"seat {seat}, card {position}: unknown card {token!r} ({_EXPECTED})")
+            if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+                raise ValueError(f"seat {seat}, card {position}: unknown card {checks.excerpt(token)} ({_EXPECTED})")
             rank, suit = token.rstrip(SUITS), token[len(token.rstrip(SUITS)):]
             if rank == "-":
                 continue
@@ -162,7 +163,7 @@ def _validate(hands):
         raise ValueError("a deal needs at least one card")
 
 
-def format_deal(deal, notation=None):
+def format_deal(deal: "str | Deal", notation: str | None = None) -> str:
     """The text of a deal: ``notation="compact"`` (classes only) or ``"ranks"``.
 
     By default, compact when that loses nothing (every card is ``-`` or a court card
@@ -185,29 +186,10 @@ def format_deal(deal, notation=None):
 # ------------------------------------------------------------------- random deals
 
 
-def as_seed(seed):
-    """A uint64 stream seed from ``None`` (fresh entropy), an int or a numpy Generator."""
-    if seed is None:
-        return np.random.SeedSequence().generate_state(1, np.uint64)[0]
-    if isinstance(seed, np.random.Generator):
-        return seed.integers(0, 2**64, dtype=np.uint64)
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return np.uint64(int(seed) % 2**64)
-    raise TypeError(f"seed must be None, an int or a numpy.random.Generator, not {type(seed).__name__}")
-
-
-def check_n_players(n_players):
-    if isinstance(n_players, bool) or not isinstance(n_players, (int, np.integer)):
-        raise TypeError(f"n_players must be an int, not {type(n_players).__name__}")
-    if not 2 <= n_players <= 4:
-        raise ValueError(f"n_players must be 2, 3 or 4, not {n_players}")
-    return int(n_players)
-
-
 def shuffled_decks(n_games, seed, first=0):
     """Card ids (rank * 4 + suit) of games ``first ..`` of the random stream ``seed``."""
     decks = np.empty((n_games, core.DECK_SIZE), np.int64)
-    core.shuffled_decks(as_seed(seed) if not isinstance(seed, np.uint64) else seed, first, decks)
+    core.shuffled_decks(checks.seed(seed), first, decks)
     return decks
 
 
@@ -217,16 +199,137 @@ def deal_from_deck(deck, n_players):
     return Deal(tuple(tuple(tokens[seat::n_players]) for seat in range(n_players)))
 
 
-def random_deals(n_games, n_players=2, seed=None):
-    """``n_games`` shuffled standard decks dealt as RULES.md says.
+def random_deals(n_games: int, n_players: int = 2, seed=None) -> list[Deal]:
+    """``n_games`` shuffled standard decks dealt as ``docs/RULES.md`` says.
 
     Game ``i`` is game ``i`` of ``simulate(n_games, n_players=..., seed=seed)`` for the
     same int seed, whatever the number of threads.
     """
-    n_players = check_n_players(n_players)
+    n_players = checks.n_players(n_players)
+    n_games = checks.count("n_games", n_games)
     return [deal_from_deck(deck, n_players) for deck in shuffled_decks(n_games, seed)]
 
 
-def random_deal(n_players=2, seed=None):
-    """One shuffled standard deck dealt as RULES.md says (see :func:`random_deals`)."""
+def random_deal(n_players: int = 2, seed=None) -> Deal:
+    """One shuffled standard deck dealt as ``docs/RULES.md`` says (see :func:`random_deals`)."""
     return random_deals(1, n_players, seed)[0]
+
+
+# ------------------------------------------------------------------ packed deals
+# The engine takes a batch of explicit deals as two arrays: the card classes of each
+# deal, hand after hand (int8, zero-padded), and each deal's hand sizes (int32).
+
+
+def pack_deals(deals) -> tuple[np.ndarray, np.ndarray]:
+    """Explicit deals as engine arrays: (cards[n, width] int8, hand_sizes[n, players] int32).
+
+    Deals are ``Deal`` objects or text; a list of compact-notation strings is parsed in
+    bulk, at compiled speed. All deals must have one number of players.
+    """
+    deals = list(deals)
+    if not deals:
+        raise ValueError("no deals given")
+    packed = _pack_compact(deals) if all(type(d) is str for d in deals) else None
+    if packed is not None:
+        return packed
+    deals = [parse_deal(deal) for deal in deals]
+    n_players = deals[0].n_players
+    for i, deal in enumerate(deals):
+        _check_same_players(i, deal.n_players, n_players)
+    width = max(deal.n_cards for deal in deals)
+    cards = np.zeros((len(deals), max(width, 1)), np.int8)
+    sizes = np.array([deal.hand_sizes for deal in deals], np.int32)
+    for i, deal in enumerate(deals):
+        cards[i, : deal.n_cards] = deal.classes()
+    return cards, sizes
+
+
+def _check_same_players(i, n_players, first):
+    if n_players != first:
+        raise ValueError(
+            f"deal {i} has {n_players} players, deal 0 has {first}: one batch plays one number of players"
+        )
+
+
+_SLASH, _BAD = -2, -1
+_COMPACT_CLASS = np.full(256, _BAD, np.int8)  # byte -> card class, _SLASH or _BAD
+for _class, _symbol in enumerate(core.CLASS_SYMBOLS):
+    _COMPACT_CLASS[ord(_symbol)] = _COMPACT_CLASS[ord(_symbol.lower())] = _class
+_COMPACT_CLASS[ord("/")] = _SLASH
+
+
+def _pack_compact(texts):
+    """Plain compact-notation deals packed at compiled speed, or None when one is not
+    plain (other characters, whitespace): then :func:`pack_deals` parses them one by one
+    and reports the first error exactly as :func:`parse_deal` would."""
+    try:
+        blob = np.frombuffer("".join(texts).encode("ascii"), np.uint8)
+    except UnicodeEncodeError:
+        return None
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, texts), np.int64, count=len(texts)), out=offsets[1:])
+    n_players = texts[0].count("/") + 1
+    if not 2 <= n_players <= 4:
+        return None
+    width = int(np.diff(offsets).max(initial=1))
+    cards = np.zeros((len(texts), max(width, 1)), np.int8)
+    sizes = np.zeros((len(texts), n_players), np.int32)
+    bad = _pack_compact_bytes(blob, offsets, _COMPACT_CLASS, cards, sizes)
+    if bad < 0:
+        return cards, sizes
+    deal = parse_deal(texts[bad])  # raises the error of a deal that is not valid ...
+    _check_same_players(bad, deal.n_players, n_players)  # ... or of one that does not match
+    return None  # valid but not plain compact notation (say, with spaces): parse them all
+
+
+@jit
+def _pack_compact_bytes(blob, offsets, classes, cards, sizes):
+    """Fill ``cards`` and ``sizes`` from compact notation; return the index of the first
+    deal that is not a valid plain compact deal of ``sizes.shape[1]`` players, or -1."""
+    n_players = sizes.shape[1]
+    for i in range(offsets.shape[0] - 1):
+        seat = 0
+        n = 0
+        courts = np.zeros(core.N_CLASSES, np.int64)
+        for b in range(offsets[i], offsets[i + 1]):
+            c = classes[blob[b]]
+            if c == _SLASH:
+                seat += 1
+                if seat == n_players:
+                    return i
+            elif c == _BAD:
+                return i
+            else:
+                cards[i, n] = c
+                n += 1
+                sizes[i, seat] += 1
+                courts[c] += 1
+        if seat != n_players - 1 or n == 0 or courts[Card.JACK:].max() > 4:
+            return i
+    return -1
+
+
+def check_packed(cards, hand_sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays as :func:`pack_deals` makes them, checked and in the engine's types.
+
+    Raises ``TypeError`` for arrays that are not of integers and ``ValueError`` for
+    shapes or values that are not deals: nothing is silently truncated.
+    """
+    cards, hand_sizes = np.asarray(cards), np.asarray(hand_sizes)
+    for name, array in (("cards", cards), ("hand_sizes", hand_sizes)):
+        if not np.issubdtype(array.dtype, np.integer):
+            raise TypeError(f"packed {name} must be an array of integers, not of {array.dtype}")
+    if cards.ndim != 2 or hand_sizes.ndim != 2 or len(cards) != len(hand_sizes):
+        raise ValueError("packed deals are cards[n_games, width] and hand_sizes[n_games, n_players]")
+    checks.n_players(hand_sizes.shape[1])
+    if cards.size and (cards.min() < Card.NUMERAL or cards.max() > Card.ACE):
+        raise ValueError("packed cards must be card classes: 0 numeral, 1-4 J Q K A")
+    width = cards.shape[1]
+    if hand_sizes.size and (hand_sizes.min() < 0 or hand_sizes.max() > width):
+        raise ValueError(f"packed hand_sizes must be between 0 and the width of cards ({width})")
+    totals = hand_sizes.astype(np.int64).sum(axis=1)
+    if (totals > width).any():
+        raise ValueError(f"packed hand_sizes must add up to at most the width of cards ({width})")
+    if (totals == 0).any():
+        raise ValueError("a deal needs at least one card")
+    return np.ascontiguousarray(cards, np.int8), np.ascontiguousarray(hand_sizes, np.int32)

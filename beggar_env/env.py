@@ -1,115 +1,33 @@
 """``Beggar-v0``: the Gymnasium environment for forecasting the winner."""
 
-import numpy as np
 import gymnasium as gym
-from gymnasium import spaces
+import numpy as np
 
-from . import core, task
-from .deals import as_seed, check_n_players, parse_deal
-from .game import GameResult, check_limit
+from . import checks, task
+from .core import Outcome
+from .jit import argument_types, bind
 
 _ONE = np.ones(1, np.bool_)
 _PLAIN_INTS = (int, np.int64)
-STEP_UNITS = ("card", "trick")
-OBSERVATIONS = ("public", "full")
-FORECASTS = ("label", "probs")
+RENDER_MODES = ("ansi", "rgb_array")
 
 
-def check_choice(name, value, allowed):
-    if not isinstance(value, str) or value not in allowed:
-        choices = ", ".join(repr(a) for a in allowed)
-        raise ValueError(f"{name} must be one of {choices}, not {value!r}")
-    return value
-
-
-class EnvConfig:
-    """The options shared by ``Beggar-v0`` and its vector env, checked once."""
-
-    def __init__(self, n_players, step_unit, observation, forecast_kind, reward, max_cards, render_mode,
-                 render_modes):
-        self.n_players = check_n_players(n_players)
-        self.step_unit = check_choice("step_unit", step_unit, STEP_UNITS)
-        self.observation = check_choice("observation", observation, OBSERVATIONS)
-        self.forecast = check_choice("forecast", forecast_kind, FORECASTS)
-        self.reward = check_choice("reward", reward, task.REWARDS)
-        self.max_cards = check_limit("max_cards", max_cards)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, render_modes)
-        self.render_mode = render_mode
-        self.full = self.observation == "full"
-        self.by_trick = self.step_unit == "trick"
-        self.reward_kind = task.REWARDS.index(reward)
-        self.layout = task.Layout(self.n_players, self.full)
-        self.n_outcomes = self.n_players + 1
-
-    def step_settings(self, autoreset):
-        return task.step_settings(self.reward_kind, self.by_trick, self.max_cards, self.full, autoreset)
-
-    def action_space(self):
-        if self.forecast == "label":
-            return spaces.Discrete(self.n_outcomes)
-        return spaces.Box(0.0, 1.0, (self.n_outcomes,), np.float32)
-
-    def check_deal(self, deal):
-        deal = parse_deal(deal)
-        if deal.n_players != self.n_players:
-            raise ValueError(f"the deal has {deal.n_players} players, the env n_players={self.n_players}")
-        if deal.n_cards > task.PILE_SLOTS:
-            raise ValueError(f"the deal has {deal.n_cards} cards; the env plays at most {task.PILE_SLOTS}")
-        return deal
-
-    def forecasts(self, actions, n_envs):
-        """Actions as the kernels take them: (labels, probs); labels -1 when probs are used."""
-        if self.forecast == "label":
-            labels = np.asarray(actions)
-            shapes = ((), (1,)) if n_envs == 1 else ((n_envs,),)
-            if labels.shape not in shapes or not np.issubdtype(labels.dtype, np.integer):
-                what = "an int" if n_envs == 1 else f"an array of {n_envs} ints, one per env, each"
-                raise ValueError(
-                    f"a 'label' forecast is {what} in 0..{self.n_players} (a seat, or {self.n_players} "
-                    f"for no winner), got {actions!r}"
-                )
-            labels = np.ascontiguousarray(labels.reshape(n_envs), dtype=np.int64)
-            if ((labels < 0) | (labels > self.n_players)).any():
-                raise ValueError(
-                    f"a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
-                    f"(no winner), got {actions!r}"
-                )
-            return labels, np.zeros((n_envs, self.n_outcomes))
-        probs = np.ascontiguousarray(actions, dtype=np.float64)  # the kernels' exact argument type
-        shape = (self.n_outcomes,) if n_envs == 1 else (n_envs, self.n_outcomes)
-        if probs.shape not in (shape, (n_envs, self.n_outcomes)):
-            raise ValueError(
-                f"a 'probs' forecast has shape {shape}: one weight per seat and one for "
-                f"no winner{' in each env' if n_envs > 1 else ''}; got shape {probs.shape}"
-            )
-        probs = probs.reshape(n_envs, self.n_outcomes)
-        if not np.isfinite(probs).all() or (probs < 0).any():
-            raise ValueError(f"a 'probs' forecast must be finite and >= 0, got {actions!r}")
-        if (probs.sum(axis=1) <= 0).any():
-            raise ValueError("a 'probs' forecast must not be all zero")
-        return np.full(n_envs, -1, np.int64), probs
-
-
-def final_info(result):
-    """The end-of-game facts for ``info``, from a result record."""
-    result = GameResult.from_record(result)
-    info = {
-        "outcome": result.outcome,
-        "winner": -1 if result.winner is None else result.winner,
-        "hand_sizes": np.array(result.hand_sizes, np.int64),
-    }
-    if result.outcome == "cycle":
-        for name in ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks"):
-            info[name] = getattr(result, name)
-    return info
+def make(render_mode=None, **options):
+    """``Beggar-v0``'s entry point: checks ``render_mode`` before Gymnasium reads it (a
+    render mode that is not a string would otherwise fail inside ``gymnasium.make``)."""
+    if render_mode is not None and not isinstance(render_mode, str):
+        raise TypeError(
+            f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, "
+            f"not {type(render_mode).__name__} {checks.excerpt(render_mode)}"
+        )
+    return BeggarEnv(render_mode=render_mode, **options)
 
 
 class BeggarEnv(gym.Env):
     """Beggar-My-Neighbour, played out while the agent forecasts who will win.
 
     ## Description
-    Beggar-My-Neighbour (RULES.md in the project) is a card game without decisions: once
+    Beggar-My-Neighbour (``docs/RULES.md`` in the project) is a card game without decisions: once
     the cards are dealt, the game plays itself. The agent watches the table as the players
     see it and, at every step, forecasts the outcome: which seat will win, or that nobody
     will (a game that never ends, or a draw at the agreed time limit). The game is played
@@ -176,27 +94,28 @@ class BeggarEnv(gym.Env):
     ``gym.make("Beggar-v0", n_players=2, step_unit="card", observation="public",
     forecast="label", reward="accuracy", max_cards=None, render_mode=None)``;
     ``render_mode`` is ``"ansi"`` (a text table) or ``"rgb_array"`` (a picture of the
-    table: hands as card backs with their counts, the pile face up, the honour owed).
-    ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
+    table: hands as card backs with their counts, the pile face up, the honour owed;
+    drawn with Pillow: ``pip install 'beggar-env[render]'``). ``max_cards`` is None or
+    0 .. 2**63-1. ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
 
     ## Version history
     * v0: initial version.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(self, n_players=2, step_unit="card", observation="public", forecast="label",
                  reward="accuracy", max_cards=None, render_mode=None):
-        self.config = EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
-                                self.metadata["render_modes"])
+        self.config = task.EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
+                                     RENDER_MODES)
         self.render_mode = render_mode
         self.observation_space = self.config.layout.space()
         self.action_space = self.config.action_space()
-        self._states, self._ahead, self._results, self._envs = task.new_envs(1, self.config.n_players)
+        self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(1, self.config.n_players)
         self._obs = np.zeros((1, self.config.layout.size), np.int32)
         self._labels = np.zeros(1, np.int64)  # this step's forecast: a label, or -1 and probs
         self._probs = np.zeros((1, self.config.n_outcomes))
-        self._settings = self.config.step_settings(task.DISABLED)
+        self._settings = self.config.settings()
         self._label_forecast = self.config.forecast == "label"
         self._n_players = self.config.n_players
         self._split = self.config.layout.split
@@ -204,13 +123,14 @@ class BeggarEnv(gym.Env):
         self._seeded = False
         self._started = self._playing = False
 
-    _VIEWS = ("_cards", "_tricks", "_status", "_reward", "_terminated", "_row", "_step_args", "_step_kernel")
+    _VIEWS = ("_cards", "_tricks", "_status", "_reward", "_terminated", "_row", "_step_args", "_step_kernel",
+              "_step_types")
 
     def _bind_views(self):
         self._row = self._obs[0]
-        self._step_args = (self._states, self._ahead, self._results, self._envs, self._labels, self._probs,
-                           self._settings, self._obs, self._obs, self._results)
-        self._step_kernel = None  # bound at the first step
+        self._step_args = (self._states, self._ahead, self._progress, self._results, self._envs, self._labels,
+                           self._probs, self._settings, self._obs, self._obs, self._results)
+        self._step_kernel = self._step_types = None  # bound at the first step
         self._cards, self._tricks, self._status = (self._states[name] for name in ("cards", "tricks", "status"))
         self._reward, self._terminated = self._envs["reward"], self._envs["terminated"]
 
@@ -232,19 +152,18 @@ class BeggarEnv(gym.Env):
             raise ValueError(f"unknown reset options {sorted(options)}; the only option is 'deal'")
         c = self.config
         if seed is not None or not self._seeded:  # a new stream of deals
-            self._envs["seed"][0] = as_seed(seed) if seed is not None else self.np_random.integers(
-                0, 2**64, dtype=np.uint64)
+            self._envs["seed"][0] = checks.seed(seed if seed is not None else self.np_random)
             self._envs["episode"][0] = 0
             self._seeded = True
+        arrays = (self._states, self._ahead, self._progress, self._results, self._envs)
         if deal is None:
-            task.reset_random(self._states, self._ahead, self._results, self._envs, _ONE, c.max_cards, c.full,
-                              self._obs)
+            task.reset_random(*arrays, _ONE, self._settings, self._obs)
         else:
             deal = c.check_deal(deal)
-            task.reset_dealt(self._states, self._ahead, self._results, self._envs, 0, deal.classes(),
-                             np.array(deal.hand_sizes, np.int32), c.max_cards, c.full, self._obs)
+            task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings,
+                             self._obs)
         self._started = self._playing = True
-        return self._observation(), self._info(self._status[0] != core.RUNNING)
+        return self._observation(), self._info(self._status[0] != Outcome.RUNNING)
 
     def step(self, action):
         if not self._playing:
@@ -254,11 +173,16 @@ class BeggarEnv(gym.Env):
         else:
             self._labels[:], self._probs[:] = self.config.forecasts(action, 1)
         if self._step_kernel is None:
-            self._step_kernel = task.compiled_for(task.step, self._step_args)
+            self._step_kernel, self._step_types = bind(task.step, self._step_args)
         self._step_kernel(*self._step_args)
         over = self._terminated.item(0) != 0
         self._playing = not over
         return self._observation(), self._reward.item(0), over, False, self._info(over)
+
+    def bound_step_types_match(self):
+        """Whether the step's buffers still have the types its bound kernel was compiled
+        for (the bound kernel skips numba's checks; see ``jit.bind``). For tests."""
+        return self._step_types is None or argument_types(self._step_args) == self._step_types
 
     def _observation(self):
         return self._split(self._row.copy())
@@ -266,7 +190,7 @@ class BeggarEnv(gym.Env):
     def _info(self, over):
         info = {"cards": self._cards.item(0), "tricks": self._tricks.item(0)}
         if over:
-            info.update(final_info(self._results[0]))
+            info.update(task.unbatched(task.end_info(self._results, _ONE)))
         return info
 
     def render(self):

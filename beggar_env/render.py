@@ -51,8 +51,9 @@ def read_table(table):
     )
 
 
-def _count(n, word):
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def plural(n, noun):
+    """``n`` and the noun, singular or plural: '1 card', '2 cards'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _pile_text(pile):
@@ -62,13 +63,13 @@ def _pile_text(pile):
 def _owed_text(t):
     if t.owed == 0:
         return "no payment owed"
-    return f"seat {t.turn} owes {_count(t.owed, 'card')} to seat {t.court}"
+    return f"seat {t.turn} owes {plural(t.owed, 'card')} to seat {t.court}"
 
 
 def text_table(table):
     """The table as a few lines of plain text: counters, hands, pile and payment owed."""
     t = read_table(table)
-    lines = [f"Beggar-My-Neighbour: {_count(t.cards, 'card')} played, {_count(t.tricks, 'trick')}"]
+    lines = [f"Beggar-My-Neighbour: {plural(t.cards, 'card')} played, {plural(t.tricks, 'trick')}"]
     for seat, (size, alive) in enumerate(zip(t.hand_sizes, t.alive)):
         marker = ">" if seat == t.turn else " "
         status = "" if alive else " (out)"
@@ -81,11 +82,15 @@ def text_table(table):
 # --------------------------------------------------------------------------- picture
 
 
-def _pillow():
+def require_pillow():
+    """Pillow's modules for :func:`draw_table`; ``ImportError`` saying how to install it."""
     try:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError as error:
-        raise ImportError("rendering rgb_array needs Pillow: pip install 'beggar-env[render]'") from error
+        raise ImportError(
+            "render_mode='rgb_array' draws with Pillow, which is not installed: pip install 'beggar-env[render]' "
+            "(or use render_mode='ansi')"
+        ) from error
     return Image, ImageDraw, ImageFont
 
 
@@ -151,7 +156,7 @@ def _draw_pile(draw, fonts, pile):
         court = card > 0
         _card(draw, x, top, COURT_FACE if court else FACE, INK)
         _centred_text(draw, (x + 12, top + 15), SYMBOLS[card], fonts["card"], COURT_INK if court else INK)
-    caption = f"pile: {_count(len(pile), 'card')}"
+    caption = f"pile: {plural(len(pile), 'card')}"
     if len(pile) > len(shown):
         caption += f" (last {len(shown)} shown)"
     _centred_text(draw, (WIDTH / 2, top + CARD_H + 16), caption, fonts["text"], TEXT)
@@ -165,7 +170,7 @@ def draw_table(table):
     The pile lies face up in the centre (court cards marked J Q K A, numerals '-'), with
     the payment owed above it and the cards and tricks played in the corner.
     """
-    image_module, image_draw, image_font = _pillow()
+    image_module, image_draw, image_font = require_pillow()
     t = read_table(table)
     fonts = {"text": _font(image_font, 14), "count": _font(image_font, 18), "card": _font(image_font, 20)}
     image = image_module.new("RGB", (WIDTH, HEIGHT), WOOD)

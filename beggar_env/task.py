@@ -1,27 +1,80 @@
-"""The forecasting task, shared by the single and the vector env: the observation layout,
-the scoring of forecasts, and the compiled reset and step kernels.
+"""The forecasting task, shared by the single env, the vector env and the datasets: the
+options (:class:`EnvConfig`), the observation layout, the scoring of forecasts, the
+end-of-episode info, and the compiled reset and step kernels.
 
 Every kernel works on a batch of games (the single env is a batch of one) and drives the
 rules through :mod:`beggar_env.core` only. An observation is one flat int32 row; the
 Gymnasium ``Dict`` observation is a set of views of that row (see :class:`Layout`).
+Nothing here imports Gymnasium until a space is asked for.
 """
 
 import math
+from enum import IntEnum
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from . import core
+from . import checks, core
+from .core import Card, Outcome
+from .deals import parse_deal
+from .jit import jit, serial_and_parallel
 
 PILE_SLOTS = 52  # env deals hold at most 52 cards
 EMPTY = -1  # an unused pile or hand slot; also "nobody" for the court seat
 INT32_MAX = np.iinfo(np.int32).max
-
-REWARDS = ("accuracy", "brier", "log")
-ACCURACY, BRIER, LOG = range(3)
 LOG_FLOOR = 1e-6  # the log score of a forecast is clipped at log(1e-6), so it stays finite
 CAPACITY = core.capacity_for(PILE_SLOTS)
+
+
+def names(enum):
+    """The option names of an enum's members: ``("accuracy", "brier", "log")``."""
+    return tuple(member.name.lower() for member in enum)
+
+
+class Reward(IntEnum):
+    ACCURACY = 0
+    BRIER = 1
+    LOG = 2
+
+
+class StepUnit(IntEnum):
+    CARD = 0
+    TRICK = 1
+
+
+class Observation(IntEnum):
+    PUBLIC = 0  # the table as the players see it
+    FULL = 1  # and every hand
+
+
+class Forecast(IntEnum):
+    LABEL = 0
+    PROBS = 1
+
+
+class Autoreset(IntEnum):
+    DISABLED = 0
+    NEXT_STEP = 1
+    SAME_STEP = 2
+
+
+REWARDS, STEP_UNITS, OBSERVATIONS, FORECASTS = names(Reward), names(StepUnit), names(Observation), names(Forecast)
+
+
+class Field(IntEnum):
+    """The observation fields, in the order they lie in a row."""
+
+    HAND_SIZES = 0
+    PILE = 1
+    PILE_SIZE = 2
+    TURN = 3
+    OWED = 4
+    COURT = 5
+    ALIVE = 6
+    CARDS = 7
+    TRICKS = 8
+    HANDS = 9  # observation="full" only
 
 
 class Layout:
@@ -32,28 +85,36 @@ class Layout:
     ``court`` (the seat owed them, -1 if none), ``alive`` (1 for seats still in),
     ``cards`` and ``tricks`` (played so far). ``full`` adds ``hands``: every hand's classes
     from the top, -1 after its last card.
+
+    The fields lie in :class:`Field` order; ``offsets[field]`` is where one starts in
+    the row (-1: not in this layout).
     """
 
-    def __init__(self, n_players, full):
+    def __init__(self, n_players, observation="public"):
         p = n_players
-        self.fields = [
-            ("hand_sizes", (p,), 0, PILE_SLOTS),
-            ("pile", (PILE_SLOTS,), EMPTY, core.ACE),
-            ("pile_size", (), 0, PILE_SLOTS),
-            ("turn", (), 0, p - 1),
-            ("owed", (), 0, core.ACE),
-            ("court", (), EMPTY, p - 1),
-            ("alive", (p,), 0, 1),
-            ("cards", (), 0, INT32_MAX),
-            ("tricks", (), 0, INT32_MAX),
+        level = Observation[checks.choice("observation", observation, OBSERVATIONS).upper()]
+        declared = [
+            (Field.HAND_SIZES, (p,), 0, PILE_SLOTS),
+            (Field.PILE, (PILE_SLOTS,), EMPTY, Card.ACE),
+            (Field.PILE_SIZE, (), 0, PILE_SLOTS),
+            (Field.TURN, (), 0, p - 1),
+            (Field.OWED, (), 0, Card.ACE),
+            (Field.COURT, (), EMPTY, p - 1),
+            (Field.ALIVE, (p,), 0, 1),
+            (Field.CARDS, (), 0, INT32_MAX),
+            (Field.TRICKS, (), 0, INT32_MAX),
         ]
-        if full:
-            self.fields.append(("hands", (p, PILE_SLOTS), EMPTY, core.ACE))
+        if level == Observation.FULL:
+            declared.append((Field.HANDS, (p, PILE_SLOTS), EMPTY, Card.ACE))
+        self.observation = level
+        self.fields = [(field.name.lower(), shape, low, high) for field, shape, low, high in declared]
+        self.offsets = np.full(len(Field), -1, np.int64)
         self.slices = {}
         start = 0
-        for name, shape, _, _ in self.fields:
+        for field, shape, _, _ in declared:
             size = math.prod(shape)
-            self.slices[name] = (slice(start, start + size), shape)
+            self.offsets[field] = start
+            self.slices[field.name.lower()] = (slice(start, start + size), shape)
             start += size
         self.size = start
         self._row_index = [  # (k, ...) gives a 0-d view where row[k] would give a scalar
@@ -66,10 +127,7 @@ class Layout:
         from gymnasium import spaces
 
         return spaces.Dict(
-            {
-                name: spaces.Box(low, high, batch_shape + shape, np.int32)
-                for name, shape, low, high in self.fields
-            }
+            {name: spaces.Box(low, high, batch_shape + shape, np.int32) for name, shape, low, high in self.fields}
         )
 
     def split(self, rows):
@@ -84,9 +142,151 @@ class Layout:
         return fields
 
 
-@njit(cache=True)
-def write_observation(s, out, full):
-    """Write state ``s`` into the flat row ``out`` in :class:`Layout` order."""
+SETTINGS_DTYPE = np.dtype(
+    [
+        ("reward", np.int8),  # a Reward
+        ("step_unit", np.int8),  # a StepUnit
+        ("autoreset", np.int8),  # an Autoreset
+        ("observation", np.int8),  # an Observation level
+        ("max_cards", np.int64),  # the agreed limit (core.NO_LIMIT: none)
+    ],
+    align=True,
+)
+
+
+class EnvConfig:
+    """The options of ``Beggar-v0``, its vector env and the datasets, checked once."""
+
+    def __init__(self, n_players=2, step_unit="card", observation="public", forecast="label", reward="accuracy",
+                 max_cards=None, render_mode=None, render_modes=()):
+        self.n_players = checks.n_players(n_players)
+        self.step_unit = checks.choice("step_unit", step_unit, STEP_UNITS)
+        self.observation = checks.choice("observation", observation, OBSERVATIONS)
+        self.forecast = checks.choice("forecast", forecast, FORECASTS)
+        self.reward = checks.choice("reward", reward, REWARDS)
+        self.max_cards = checks.limit("max_cards", max_cards)
+        if render_mode is not None:
+            checks.choice("render_mode", render_mode, render_modes)
+            if render_mode == "rgb_array":
+                from .render import require_pillow
+
+                require_pillow()
+        self.render_mode = render_mode
+        self.layout = Layout(self.n_players, self.observation)
+        self.n_outcomes = self.n_players + 1
+
+    def settings(self, autoreset=Autoreset.DISABLED):
+        """The settings record that the kernels take (an array of one)."""
+        settings = np.zeros(1, SETTINGS_DTYPE)
+        settings["reward"] = Reward[self.reward.upper()]
+        settings["step_unit"] = StepUnit[self.step_unit.upper()]
+        settings["autoreset"] = autoreset
+        settings["observation"] = self.layout.observation
+        settings["max_cards"] = self.max_cards
+        return settings.view(np.recarray) if numba.config.DISABLE_JIT else settings
+
+    def action_space(self):
+        from gymnasium import spaces
+
+        if self.forecast == "label":
+            return spaces.Discrete(self.n_outcomes)
+        return spaces.Box(0.0, 1.0, (self.n_outcomes,), np.float32)
+
+    def check_deal(self, deal):
+        deal = parse_deal(deal)
+        if deal.n_players != self.n_players:
+            raise ValueError(f"the deal has {deal.n_players} players, the env n_players={self.n_players}")
+        if deal.n_cards > PILE_SLOTS:
+            raise ValueError(f"the deal has {deal.n_cards} cards; the env plays at most {PILE_SLOTS}")
+        return deal
+
+    def forecasts(self, actions, n_envs):
+        """Actions as the kernels take them: (labels, probs); labels -1 when probs are used."""
+        if self.forecast == "label":
+            labels = np.asarray(actions)
+            shapes = ((), (1,)) if n_envs == 1 else ((n_envs,),)
+            if labels.shape not in shapes or not np.issubdtype(labels.dtype, np.integer):
+                what = "an int" if n_envs == 1 else f"an array of {n_envs} ints, one per env, each"
+                raise ValueError(
+                    f"a 'label' forecast is {what} in 0..{self.n_players} (a seat, or {self.n_players} "
+                    f"for no winner), got {checks.excerpt(actions)}"
+                )
+            labels = np.ascontiguousarray(labels.reshape(n_envs), dtype=np.int64)
+            if ((labels < 0) | (labels > self.n_players)).any():
+                raise ValueError(
+                    f"a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
+                    f"(no winner), got {checks.excerpt(actions)}"
+                )
+            return labels, np.zeros((n_envs, self.n_outcomes))
+        probs = np.ascontiguousarray(actions, dtype=np.float64)  # the kernels' exact argument type
+        shape = (self.n_outcomes,) if n_envs == 1 else (n_envs, self.n_outcomes)
+        if probs.shape not in (shape, (n_envs, self.n_outcomes)):
+            raise ValueError(
+                f"a 'probs' forecast has shape {shape}: one weight per seat and one for "
+                f"no winner{' in each env' if n_envs > 1 else ''}; got shape {probs.shape}"
+            )
+        probs = probs.reshape(n_envs, self.n_outcomes)
+        if not np.isfinite(probs).all() or (probs < 0).any():
+            raise ValueError(f"a 'probs' forecast must be finite and >= 0, got {checks.excerpt(actions)}")
+        if (probs.sum(axis=1) <= 0).any():
+            raise ValueError("a 'probs' forecast must not be all zero")
+        return np.full(n_envs, -1, np.int64), probs
+
+
+# ------------------------------------------------------------------------- infos
+
+CYCLE_INFO = ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks")
+
+
+def end_info(results, ended):
+    """The end-of-game info of the envs in ``ended`` (a bool mask), read from their result
+    records, batched as Gymnasium's vector envs batch infos: each key with a ``_key`` mask.
+
+    ``outcome`` ("win", "cycle", "limit"), ``winner`` (a seat, or -1 for none: an int, so
+    that it batches), ``hand_sizes`` and, for cycles, the four ``cycle_*`` figures. The
+    single env gives the same keys for its one env (see :func:`unbatched`).
+    """
+    if not ended.any():
+        return {}
+    n = len(ended)
+    outcome = np.full(n, None, object)
+    outcome[ended] = np.array(core.OUTCOMES, object)[results["outcome"][ended]]
+    infos = {"outcome": outcome, "_outcome": ended}
+    winner = np.zeros(n, np.int64)
+    winner[ended] = results["winner"][ended]
+    hand_sizes = np.zeros((n, results["hand_sizes"].shape[1]), np.int64)
+    hand_sizes[ended] = results["hand_sizes"][ended]
+    infos.update(winner=winner, _winner=ended, hand_sizes=hand_sizes, _hand_sizes=ended)
+    cycles = ended & (results["outcome"] == Outcome.CYCLE)
+    if cycles.any():
+        for name in CYCLE_INFO:
+            values = np.zeros(n, np.int64)
+            values[cycles] = results[name][cycles]
+            infos[name], infos["_" + name] = values, cycles
+    return infos
+
+
+def unbatched(infos, i=0):
+    """Env ``i``'s info from batched infos: the keys its mask marks, as Python values
+    (arrays stay arrays)."""
+    out = {}
+    for name, values in infos.items():
+        if not name.startswith("_") and infos["_" + name][i]:
+            value = values[i]
+            out[name] = value.item() if isinstance(value, np.generic) else value
+    return out
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@jit
+def write_observation(s, out, settings):
+    """Write state ``s`` into the flat row ``out``, field after field in :class:`Field`
+    order, as :class:`Layout` declares them (a test checks every field of every level).
+
+    The offsets are counted here rather than read from the layout: stores to ``out``
+    could alias offsets read from memory, which costs the env a fifth of its speed."""
     n_players = s.held.shape[0]
     mask = s.pile.shape[0] - 1
     k = 0
@@ -107,7 +307,7 @@ def write_observation(s, out, full):
     out[k] = min(s.cards, INT32_MAX)
     out[k + 1] = min(s.tricks, INT32_MAX)
     k += 2
-    if full:
+    if settings.observation == Observation.FULL:
         for p in range(n_players):
             head = s.head[p]
             for j in range(PILE_SLOTS):
@@ -115,7 +315,7 @@ def write_observation(s, out, full):
             k += PILE_SLOTS
 
 
-@njit(cache=True)
+@jit
 def score(label, probs, truth, kind):
     """The reward of a forecast of outcome ``truth`` (a seat, or n_players for none).
 
@@ -127,9 +327,9 @@ def score(label, probs, truth, kind):
     n = probs.shape[0]
     if label >= 0:
         hit = label == truth
-        if kind == ACCURACY:
+        if kind == Reward.ACCURACY:
             return 1.0 if hit else 0.0
-        if kind == BRIER:
+        if kind == Reward.BRIER:
             return 0.0 if hit else -2.0
         return 0.0 if hit else math.log(LOG_FLOOR)
     total = 0.0
@@ -138,9 +338,9 @@ def score(label, probs, truth, kind):
         total += probs[k]
         if probs[k] > probs[best]:
             best = k
-    if kind == ACCURACY:
+    if kind == Reward.ACCURACY:
         return 1.0 if best == truth else 0.0
-    if kind == BRIER:
+    if kind == Reward.BRIER:
         error = 0.0
         for k in range(n):
             d = probs[k] / total - (1.0 if k == truth else 0.0)
@@ -149,16 +349,14 @@ def score(label, probs, truth, kind):
     return math.log(max(probs[truth] / total, LOG_FLOOR))
 
 
-# --------------------------------------------------------------------------- kernels
 # A batch of envs is: `states[i]`, the game of env i; `ahead[i]`, three scratch records
-# (the game played ahead and finish's two); `results[i]`, the outcome of env i's game,
-# known from its start; `envs[i]`, the env's own record (ENV_DTYPE).
-
-DISABLED, NEXT_STEP, SAME_STEP = 0, 1, 2  # autoreset modes
+# (the game played ahead and finish's two); `progress[i]`, finish's progress record;
+# `results[i]`, the outcome of env i's game, known from its start; `envs[i]`, the env's
+# own record (ENV_DTYPE).
 
 ENV_DTYPE = np.dtype(
     [
-        ("truth", np.int64),  # the true outcome: the winner's seat, or n_players for none
+        ("truth", np.int64),  # the true outcome's label (core.outcome_label)
         ("seed", np.uint64),  # the env's stream of random deals ...
         ("episode", np.uint64),  # ... and the number of deals drawn from it
         ("reward", np.float64),  # of the last step
@@ -169,108 +367,88 @@ ENV_DTYPE = np.dtype(
 
 
 def new_envs(n_envs, n_players):
-    """The arrays of a batch of envs (states, ahead, results, envs), ready to be dealt."""
+    """The arrays of a batch of envs (states, ahead, progress, results, envs), ready to be dealt."""
     envs = np.zeros(n_envs, ENV_DTYPE)
     results = core.new_results(n_envs, n_players)
     states = core.new_states(n_envs, n_players, CAPACITY)
-    ahead = core.new_work(n_envs, n_players, CAPACITY)
+    ahead, progress = core.new_work(n_envs, n_players, CAPACITY)
     if not numba.config.DISABLE_JIT:
         results = results.view(np.ndarray)
     else:
         envs = envs.view(np.recarray)
-    return states, ahead, results, envs
+    return states, ahead, progress, results, envs
 
 
-@njit(cache=True)
-def _prepare(states, ahead, results, envs, i, full, obs):
+@jit
+def _prepare(states, ahead, progress, results, envs, i, settings, obs):
     """Env i's game has just been dealt: play it ahead to learn its outcome."""
     core.copy_state(states[i], ahead[i, 0])
-    core.finish(ahead[i, 0], True, results[i], ahead[i, 1], ahead[i, 2])
-    winner = results[i].winner
-    envs[i].truth = winner if winner >= 0 else states[i].held.shape[0]
+    core.finish_now(ahead[i, 0], True, results[i], ahead[i, 1], ahead[i, 2], progress[i])
+    envs[i].truth = core.outcome_label(results[i].winner, states[i].held.shape[0])
     envs[i].terminated = 0
-    write_observation(states[i], obs[i], full)
+    write_observation(states[i], obs[i], settings)
 
 
-@njit(cache=True)
-def _deal_random(states, ahead, results, envs, i, max_cards, full, obs):
+@jit
+def _deal_random(states, ahead, progress, results, envs, i, settings, obs):
     deck = np.empty(core.DECK_SIZE, np.int64)
     key = core.stream_key(envs[i].seed, envs[i].episode)
     envs[i].episode += np.uint64(1)
-    core.init_shuffled_state(states[i], key, max_cards, core.NO_LIMIT, deck)
-    _prepare(states, ahead, results, envs, i, full, obs)
+    core.init_shuffled_state(states[i], key, settings.max_cards, core.NO_LIMIT, deck)
+    _prepare(states, ahead, progress, results, envs, i, settings, obs)
 
 
-@njit(cache=True)
-def reset_dealt(states, ahead, results, envs, i, cards, hand_sizes, max_cards, full, obs):
+@jit
+def reset_dealt(states, ahead, progress, results, envs, i, cards, hand_sizes, settings, obs):
     """Deal env i an explicit deal (classes, hand after hand)."""
-    core.init_state(states[i], cards, hand_sizes, max_cards, core.NO_LIMIT)
-    _prepare(states, ahead, results, envs, i, full, obs)
+    s = settings[0]
+    core.init_state(states[i], cards, hand_sizes, s.max_cards, core.NO_LIMIT)
+    _prepare(states, ahead, progress, results, envs, i, s, obs)
 
 
-def _reset_random(states, ahead, results, envs, mask, max_cards, full, obs):
+def _reset_random(states, ahead, progress, results, envs, mask, settings, obs):
     """Deal every env i with ``mask[i]`` the next deal of its random stream."""
     for i in prange(states.shape[0]):
         if mask[i]:
-            _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
+            _deal_random(states, ahead, progress, results, envs, i, settings[0], obs)
 
 
-def step_settings(reward_kind, by_trick, max_cards, full, autoreset):
-    """The settings array that :func:`step` takes."""
-    return np.array([reward_kind, by_trick, max_cards, full, autoreset], np.int64)
-
-
-def _step(states, ahead, results, envs, labels, probs, settings, obs, final_obs, final_results):
+def _step(states, ahead, progress, results, envs, labels, probs, settings, obs, final_obs, final_results):
     """Score each env's forecast, then advance its game by a card or a trick.
 
-    ``settings`` is :func:`step_settings`'s array (one argument rather than five: each
-    argument costs time on every call from Python).
+    ``settings`` is :meth:`EnvConfig.settings`'s record (one argument rather than five:
+    each argument costs time on every call from Python).
 
-    A game that never ends stops at its first repeated position (status CYCLE). An env
-    whose game is over is scored and left as it is, unless ``autoreset`` deals it anew:
-    NEXT_STEP on the step after it ended (no score: reward 0), SAME_STEP at once (its
-    last observation and result are kept in ``final_obs`` and ``final_results``).
+    A game that never ends stops at its first repeated position (status CYCLE, see
+    ``core.episode_over``). An env whose game is over is scored and left as it is, unless
+    autoreset deals it anew: NEXT_STEP on the step after it ended (no score: reward 0),
+    SAME_STEP at once (its last observation and result are kept in ``final_obs`` and
+    ``final_results``).
     """
-    kind, by_trick, max_cards, full, autoreset = settings[0], settings[1], settings[2], settings[3], settings[4]
     for i in prange(states.shape[0]):
+        cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
         e = envs[i]
-        if autoreset == NEXT_STEP and e.terminated:
-            _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
+        if cfg.autoreset == Autoreset.NEXT_STEP and e.terminated:
+            _deal_random(states, ahead, progress, results, envs, i, cfg, obs)
             e.reward = 0.0
             continue
-        e.reward = score(labels[i], probs[i], e.truth, kind)
+        e.reward = score(labels[i], probs[i], e.truth, cfg.reward)
         s = states[i]
-        if s.status == core.RUNNING:
-            if by_trick:
+        if s.status == Outcome.RUNNING:
+            if cfg.step_unit == StepUnit.TRICK:
                 core.step_trick(s)
             else:
                 core.step_card(s)
-            if s.status == core.RUNNING and results[i].outcome == core.CYCLE and s.tricks == results[i].tricks:
-                s.status = core.CYCLE
-        e.terminated = s.status != core.RUNNING
-        write_observation(s, obs[i], full)
-        if autoreset == SAME_STEP and e.terminated:
+        e.terminated = core.episode_over(s, results[i])
+        write_observation(s, obs[i], cfg)
+        if cfg.autoreset == Autoreset.SAME_STEP and e.terminated:
             final_obs[i, :] = obs[i]
             final_results[i] = results[i]
-            _deal_random(states, ahead, results, envs, i, max_cards, full, obs)
+            _deal_random(states, ahead, progress, results, envs, i, cfg, obs)
             e.terminated = 1  # _deal_random cleared it; this step did end an episode
 
 
-def compiled_for(kernel, args):
-    """``kernel``'s compiled function for the types of ``args``, to be called with
-    arguments of exactly those types.
-
-    Calling it skips numba's per-call dispatch on argument types, most of the cost of a
-    single env's step. With the JIT disabled, ``kernel`` itself.
-    """
-    if numba.config.DISABLE_JIT:
-        return kernel
-    return kernel.compile(tuple(numba.typeof(arg) for arg in args))
-
-
 # One source, two builds: serial for a single env (no thread start-up per step),
-# parallel for the vector env. `prange` is a plain range in the serial build.
-step = njit(cache=True)(_step)
-step_parallel = njit(cache=True, parallel=True)(_step)
-reset_random = njit(cache=True)(_reset_random)
-reset_random_parallel = njit(cache=True, parallel=True)(_reset_random)
+# parallel for the vector env.
+step, step_parallel = serial_and_parallel(_step)
+reset_random, reset_random_parallel = serial_and_parallel(_reset_random)

@@ -1,17 +1,20 @@
 """The native vector env of ``Beggar-v0``: every env's step in one compiled call."""
 
+from collections.abc import Sequence
+
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import core, task
-from .deals import as_seed
-from .env import EnvConfig, check_choice
+from . import checks, core, task
+from .env import RENDER_MODES
+from .jit import PARALLEL
+from .task import Autoreset
 
 AUTORESET_MODES = {
-    AutoresetMode.NEXT_STEP: task.NEXT_STEP,
-    AutoresetMode.SAME_STEP: task.SAME_STEP,
-    AutoresetMode.DISABLED: task.DISABLED,
+    AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
+    AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
+    AutoresetMode.DISABLED: Autoreset.DISABLED,
 }
 
 
@@ -41,28 +44,32 @@ class BeggarVectorEnv(VectorEnv):
     parallel compiled call over all envs.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs=1, n_players=2, step_unit="card", observation="public", forecast="label",
                  reward="accuracy", max_cards=None, render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1, not {num_envs!r}")
+        num_envs = checks.integer("num_envs", num_envs, 1)
         if not isinstance(autoreset_mode, AutoresetMode):
-            check_choice("autoreset_mode", autoreset_mode, [mode.value for mode in AutoresetMode])
+            checks.choice("autoreset_mode", autoreset_mode, [mode.value for mode in AutoresetMode])
             autoreset_mode = AutoresetMode(autoreset_mode)
-        self.config = EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
-                                self.metadata["render_modes"])
-        self.num_envs = int(num_envs)
+        if render_mode is not None and not isinstance(render_mode, str):
+            raise TypeError(f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, "
+                            f"not {type(render_mode).__name__}")
+        self.config = task.EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
+                                     RENDER_MODES)
+        self.num_envs = num_envs
         self.render_mode = render_mode
         self.autoreset_mode = autoreset_mode
         self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
         self._autoreset = AUTORESET_MODES[autoreset_mode]
-        self._settings = self.config.step_settings(self._autoreset)
+        self._settings = self.config.settings(self._autoreset)
         self.single_observation_space = self.config.layout.space()
         self.observation_space = self.config.layout.space((self.num_envs,))
         self.single_action_space = self.config.action_space()
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._states, self._ahead, self._results, self._envs = task.new_envs(self.num_envs, self.config.n_players)
+        self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(
+            self.num_envs, self.config.n_players)
+        self._arrays = (self._states, self._ahead, self._progress, self._results, self._envs)
         self._final_results = np.zeros_like(self._results)
         self._obs = np.zeros((self.num_envs, self.config.layout.size), np.int32)
         self._final_obs = np.zeros_like(self._obs)
@@ -83,8 +90,8 @@ class BeggarVectorEnv(VectorEnv):
             self._seed(seed, mask)
         obs = self._obs.copy()  # envs outside reset_mask keep their observation
         if deals is None:
-            task.reset_random_parallel(self._states, self._ahead, self._results, self._envs, mask,
-                                       self.config.max_cards, self.config.full, obs)
+            with PARALLEL:
+                task.reset_random_parallel(*self._arrays, mask, self._settings, obs)
         else:
             self._deal(deals, mask, obs)
         self._obs = obs
@@ -105,21 +112,24 @@ class BeggarVectorEnv(VectorEnv):
         if isinstance(seed, (list, tuple, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"seed must be an int or a list of {self.num_envs} seeds, got {len(seed)}")
-            seeds = np.array([as_seed(s) for s in seed], np.uint64)
+            seeds = np.array([checks.seed(s) for s in seed], np.uint64)
         else:
-            seeds = core.stream_keys(as_seed(seed), self.num_envs)
+            seeds = core.stream_keys(checks.seed(seed), self.num_envs)
         self._envs["seed"][mask] = seeds[mask]
         self._envs["episode"][mask] = 0
         self._seeded = True
 
     def _deal(self, deals, mask, obs):
-        if isinstance(deals, str) or len(deals) != self.num_envs:
-            raise ValueError(f"options['deals'] must give one deal per env ({self.num_envs})")
+        if isinstance(deals, str) or not isinstance(deals, (Sequence, np.ndarray)):
+            raise TypeError(f"options['deals'] must be a list of {self.num_envs} deals (one per env), "
+                            f"not {type(deals).__name__}")
+        if len(deals) != self.num_envs:
+            raise ValueError(f"options['deals'] must give one deal per env ({self.num_envs}), got {len(deals)}")
         c = self.config
         chosen = {i: c.check_deal(deals[i]) for i in np.flatnonzero(mask)}  # all checked before any is dealt
         for i, deal in chosen.items():
-            task.reset_dealt(self._states, self._ahead, self._results, self._envs, i, deal.classes(),
-                             np.array(deal.hand_sizes, np.int32), c.max_cards, c.full, obs)
+            task.reset_dealt(*self._arrays, i, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings,
+                             obs)
 
     # ------------------------------------------------------------------- step
 
@@ -128,12 +138,12 @@ class BeggarVectorEnv(VectorEnv):
             raise RuntimeError("call reset() before step()")
         labels, probs = self.config.forecasts(actions, self.num_envs)
         obs = np.empty_like(self._obs)
-        task.step_parallel(self._states, self._ahead, self._results, self._envs, labels, probs, self._settings, obs,
-                           self._final_obs, self._final_results)
+        with PARALLEL:
+            task.step_parallel(*self._arrays, labels, probs, self._settings, obs, self._final_obs, self._final_results)
         self._obs = obs
         terminated = self._envs["terminated"].astype(np.bool_)
         infos = self._infos(self._all)
-        if self._autoreset == task.SAME_STEP and terminated.any():
+        if self._autoreset == Autoreset.SAME_STEP and terminated.any():
             infos.update(self._same_step_finals(terminated))
         truncated = np.zeros(self.num_envs, np.bool_)
         return self.config.layout.split(obs), self._envs["reward"].copy(), terminated, truncated, infos
@@ -149,28 +159,7 @@ class BeggarVectorEnv(VectorEnv):
             "tricks": self._states["tricks"].astype(np.int64),
             "_tricks": selected.copy(),
         }
-        infos.update(self._end_infos(selected & (self._states["status"] != core.RUNNING), self._results))
-        return infos
-
-    def _end_infos(self, ended, results):
-        """The end-of-game keys for the envs in ``ended``, read from ``results``."""
-        if not ended.any():
-            return {}
-        n = self.num_envs
-        outcome = np.full(n, None, object)
-        outcome[ended] = np.array(core.OUTCOMES, object)[results["outcome"][ended]]
-        infos = {"outcome": outcome, "_outcome": ended}
-        winner = np.zeros(n, np.int64)
-        winner[ended] = results["winner"][ended]
-        hand_sizes = np.zeros((n, self.config.n_players), np.int64)
-        hand_sizes[ended] = results["hand_sizes"][ended]
-        infos.update(winner=winner, _winner=ended, hand_sizes=hand_sizes, _hand_sizes=ended)
-        cycles = ended & (results["outcome"] == core.CYCLE)
-        if cycles.any():
-            for name in ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks"):
-                values = np.zeros(n, np.int64)
-                values[cycles] = results[name][cycles]
-                infos[name], infos["_" + name] = values, cycles
+        infos.update(task.end_info(self._results, selected & (self._states["status"] != core.Outcome.RUNNING)))
         return infos
 
     def _same_step_finals(self, ended):
@@ -182,7 +171,7 @@ class BeggarVectorEnv(VectorEnv):
             "_cards": ended.copy(),
             "tricks": np.where(ended, self._final_results["tricks"], 0),
             "_tricks": ended.copy(),
-            **self._end_infos(ended, self._final_results),
+            **task.end_info(self._final_results, ended),
         }
         return {"final_obs": final_obs, "_final_obs": ended.copy(), "final_info": final_info,
                 "_final_info": ended.copy()}

@@ -152,7 +152,7 @@ class Context:
         from beggar_env import random_deals
         from beggar_env.core import CLASS_OF_CARD_ID
         from beggar_env.deals import shuffled_decks
-        from beggar_env.game import pack_deals
+        from beggar_env.deals import pack_deals
 
         n, seed, n_players = self.args.games, self.args.seed, 2
         classes = CLASS_OF_CARD_ID[shuffled_decks(n, seed)]

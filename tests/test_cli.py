@@ -102,7 +102,6 @@ def test_simulate_is_reproducible_from_its_printed_seed():
         (["simulate", "--threads", "4096"], ["threads"]),
         (["simulate", "--games", "10", "--out", "/no/such/folder/x.npz"], ["--out"]),
         (["fly"], ["fly"]),
-        ([], ["command"]),
     ],
 )
 def test_bad_input_gives_one_line_and_status_2(args, words):

@@ -54,11 +54,11 @@ def test_packed_deals_are_checked():
     import pytest
 
     import beggar_env
-    from beggar_env.game import pack_deals
+    from beggar_env.deals import pack_deals
 
     cards, sizes = pack_deals(["-A/-----", "J--/-J-"])
     assert beggar_env.simulate((cards, sizes)).cards.tolist() == [7, 8]
-    for bad, word in (((cards, sizes * 3), "add up"), ((cards + 9, sizes), "card classes"),
+    for bad, word in (((cards, sizes * 3), "width of cards"), ((cards + 9, sizes), "card classes"),
                       ((cards[0], sizes), "n_games"), ((cards, sizes * 0), "at least one card"),
                       ((cards[:, :1], sizes[:, :1]), "n_players")):
         with pytest.raises(ValueError, match=word):

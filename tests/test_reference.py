@@ -20,7 +20,7 @@ from beggar_env import core, parse_deal
 from beggar_env.game import new_game
 
 SYMBOLS = "-JQKA"
-MAX_SMALL_CARDS = 16  # the engine compiles once per ring-buffer size: keep to sizes 8 and 16
+MAX_SMALL_CARDS = 16  # small deals: many, quickly
 
 
 def compact(hands):
@@ -253,7 +253,7 @@ def _eliminated_mid_game(text):
     """Seats that held cards at the start and were out at the end (the engine, stepped
     card by card: its `alive` flags), for a deal that ends in a win."""
     states = new_game(text)
-    while states["status"][0] == core.RUNNING:
+    while states["status"][0] == core.Outcome.RUNNING:
         core.step_card(states[0])
     dealt = parse_deal(text).hand_sizes
     return [seat for seat, alive in enumerate(states["alive"][0]) if not alive and dealt[seat]]

@@ -18,7 +18,8 @@ from gymnasium.vector.utils import batch_space
 
 import beggar_env
 from beggar_env import core
-from beggar_env.deals import as_seed, parse_deal
+from beggar_env.deals import parse_deal
+from beggar_env.checks import seed as as_seed
 from beggar_env.vector import BeggarVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -593,22 +594,24 @@ def test_autoreset_mode_is_in_the_metadata(mode):
 
 
 @pytest.mark.parametrize(
-    "options, words",
+    "options, words, kind",
     [
-        ({"num_envs": 0}, ["num_envs"]),
-        ({"num_envs": -2}, ["num_envs"]),
-        ({"num_envs": 2.0}, ["num_envs"]),
-        ({"num_envs": True}, ["num_envs"]),
-        ({"autoreset_mode": "Sometimes"}, ["autoreset_mode", "'NextStep'", "'SameStep'", "'Disabled'"]),
-        ({"n_players": 5}, ["n_players"]),
-        ({"step_unit": "hand"}, ["step_unit"]),
-        ({"reward": "l2"}, ["reward"]),
-        ({"forecast": "guess"}, ["forecast"]),
+        ({"num_envs": 0}, ["num_envs"], ValueError),
+        ({"num_envs": -2}, ["num_envs"], ValueError),
+        ({"num_envs": 2.0}, ["num_envs"], TypeError),
+        ({"num_envs": True}, ["num_envs"], TypeError),
+        ({"autoreset_mode": "Sometimes"}, ["autoreset_mode", "'NextStep'", "'SameStep'", "'Disabled'"], ValueError),
+        ({"n_players": 5}, ["n_players"], ValueError),
+        ({"step_unit": "hand"}, ["step_unit"], ValueError),
+        ({"reward": "l2"}, ["reward"], ValueError),
+        ({"forecast": "guess"}, ["forecast"], ValueError),
+        ({"max_cards": 2**63}, ["max_cards", "9,223,372,036,854,775,807"], ValueError),
+        ({"render_mode": 1}, ["render_mode", "'ansi'"], TypeError),
     ],
 )
-def test_bad_options_raise_value_errors_naming_them(options, words):
+def test_bad_options_raise_clear_errors_naming_them(options, words, kind):
     options = {"num_envs": 2, **options}
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(kind) as error:
         gym.make_vec("Beggar-v0", **options)
     for word in words:
         assert word in str(error.value)
@@ -641,8 +644,14 @@ def test_bad_reset_options_raise_value_errors():
         vec.reset(options={"deals": ["-/-"] * 3})
     with pytest.raises(ValueError, match="one deal per env"):
         vec.reset(options={"deals": ["-/-"] * 5})
-    with pytest.raises(ValueError, match="one deal per env"):
+    with pytest.raises(TypeError, match="one per env"):
         vec.reset(options={"deals": "-/-"})
+    with pytest.raises(TypeError, match="list of 4 deals"):
+        vec.reset(options={"deals": {0: "-/-", 1: "-/-", 2: "-/-", 3: "-/-"}})
+    with pytest.raises(ValueError, match="seed"):
+        vec.reset(seed=-5)
+    with pytest.raises(ValueError, match="seed"):
+        vec.reset(seed=[0, 1, 2, -5])
     with pytest.raises(ValueError, match="unknown") as error:
         vec.reset(options={"deal": "-/-"})
     assert "'deal'" in str(error.value) and "deals" in str(error.value)

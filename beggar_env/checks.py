@@ -1,0 +1,120 @@
+"""Argument checks shared by every entry point (Python API, envs, command line).
+
+Each returns the value as the engine takes it, or raises ``TypeError`` (wrong kind of
+value) or ``ValueError`` (right kind, out of range) naming the argument and what it
+accepts. Quoted input is cut to a bounded excerpt.
+"""
+
+import numbers
+import os
+
+import numpy as np
+
+MAX_LIMIT = 2**63 - 1  # the engine's counters are int64; this value means "no limit"
+MAX_SEED = 2**64 - 1
+EXCERPT = 60  # characters of bad input quoted in an error message
+
+
+def excerpt(value, limit=EXCERPT):
+    """``repr(value)``, cut to about ``limit`` characters for an error message."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
+    if isinstance(value, str) and len(value) > limit:
+        return f"{text[:-1]}...{text[-1]} ({len(value):,} characters)"
+    return text if len(text) <= limit + 2 else text[:limit] + "..."
+
+
+def is_integer(value):
+    """Whether ``value`` is an integer (Python or numpy), not a bool."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def integer(name, value, minimum=None, maximum=None):
+    """An int in ``[minimum, maximum]`` (either bound may be None)."""
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__} {excerpt(value)}")
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be {range_text(minimum, maximum)}, not {value}")
+    return value
+
+
+def range_text(minimum, maximum):
+    if maximum is None:
+        return f">= {minimum}"
+    if minimum is None:
+        return f"<= {maximum}"
+    return f"between {minimum} and {maximum:,}" if maximum > 10**6 else f"between {minimum} and {maximum}"
+
+
+def limit(name, value):
+    """An agreed limit (``max_cards``, ``max_tricks``): None for none, else 0 .. 2**63-1."""
+    if value is None:
+        return MAX_LIMIT
+    return integer(name, value, 0, MAX_LIMIT)
+
+
+def choice(name, value, allowed):
+    """One of the strings ``allowed``."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, not {excerpt(value)}")
+    return value
+
+
+def n_players(value):
+    """A player count: 2, 3 or 4."""
+    if not is_integer(value):
+        raise TypeError(f"n_players must be an int, not {type(value).__name__}")
+    if not 2 <= value <= 4:
+        raise ValueError(f"n_players must be 2, 3 or 4, not {value}")
+    return int(value)
+
+
+def seed(value):
+    """A stream seed as a ``numpy.uint64``: from None (fresh entropy), an int in
+    0 .. 2**64-1 or a ``numpy.random.Generator``."""
+    if value is None:
+        return np.random.SeedSequence().generate_state(1, np.uint64)[0]
+    if isinstance(value, np.random.Generator):
+        return value.integers(0, 2**64, dtype=np.uint64)
+    if not is_integer(value):
+        raise TypeError(f"seed must be None, an int or a numpy.random.Generator, not {type(value).__name__}")
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"seed must be between 0 and 2**64-1, not {value}")
+    return np.uint64(value)
+
+
+def count(name, value):
+    """A number of things (games, envs, ...): an int >= 0."""
+    return integer(name, value, 0)
+
+
+def available_memory():
+    """Bytes of memory available to this process now (None if unknown)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory(n_bytes, what, instead):
+    """Refuse (``MemoryError``, one line) to allocate ``n_bytes`` for ``what`` when they
+    exceed the memory available; ``instead`` says what to do."""
+    available = available_memory()
+    if available is not None and n_bytes > available:
+        raise MemoryError(
+            f"{what} needs {gib(n_bytes)} of memory and {gib(available)} is available: {instead}"
+        )
+
+
+def gib(n_bytes):
+    """Bytes as a short human figure: '59.1 GiB', '312 MiB'."""
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.1f} GiB"
+    return f"{n_bytes / 2**20:.0f} MiB"
