@@ -6,10 +6,14 @@ The rules engine lives in :mod:`beggar_env.core`; deals and their notations in
 its vector env in :mod:`beggar_env.vector`, datasets in :mod:`beggar_env.datasets`.
 
 Submodules and the names below are imported on first use, so that ``import beggar_env``
-(and the ``beggar`` command) load only what they need.
+(and the ``beggar`` command) load only what they need; ``Beggar-v0`` is registered with
+Gymnasium when Gymnasium is imported, before or after this package.
 """
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
 
 __version__ = "0.1.0"
 
@@ -45,11 +49,7 @@ def __dir__():
     return sorted([*globals(), *_EXPORTS, *_SUBMODULES])
 
 
-def _register():
-    try:
-        import gymnasium
-    except ImportError:  # the engine works without Gymnasium; the envs need it
-        return
+def _register(gymnasium):
     if "Beggar-v0" not in gymnasium.registry:
         gymnasium.register(
             id="Beggar-v0",
@@ -58,4 +58,27 @@ def _register():
         )
 
 
-_register()
+class _RegisterOnImport(importlib.abc.MetaPathFinder):
+    """Registers ``Beggar-v0`` as soon as Gymnasium is imported, whenever that is: the
+    engine and the ``beggar`` command never pay for importing Gymnasium."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "gymnasium":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                _register(module)
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+if "gymnasium" in sys.modules:
+    _register(sys.modules["gymnasium"])
+else:
+    sys.meta_path.insert(0, _RegisterOnImport())

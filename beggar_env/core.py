@@ -28,6 +28,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from . import checks
 from .jit import jit
 
 
@@ -253,21 +254,24 @@ def mix64(z):
 
 
 @jit
-def stream_key(seed, index):
-    """The key of item ``index`` of the stream seeded by ``seed``.
-
-    Both are taken as uint64 whatever their integer type, so a Python int and a
-    ``numpy.uint64`` of the same value give the same key.
-    """
+def derive_key(seed, index):
+    """The key of item ``index`` of the stream seeded by ``seed``, in compiled code (both
+    taken as uint64, whatever their integer type)."""
     return mix64(np.uint64(seed) + _GOLDEN * (np.uint64(index) + np.uint64(1)))
+
+
+def stream_key(seed, index):
+    """The key of item ``index`` of the stream seeded by ``seed`` (ints 0 .. 2**64-1 of any
+    type: a Python int and a ``numpy.uint64`` of one value give one key), a ``numpy.uint64``."""
+    return derive_key(checks.seed(seed), np.uint64(checks.integer("index", index, 0, checks.MAX_SEED)))
 
 
 @jit
 def stream_keys(seed, n):
-    """The keys of items 0 .. n-1 of the stream seeded by ``seed``."""
+    """The keys of items 0 .. n-1 of the stream seeded by ``seed`` (a uint64)."""
     keys = np.empty(n, np.uint64)
     for i in range(n):
-        keys[i] = stream_key(seed, i)
+        keys[i] = derive_key(seed, i)
     return keys
 
 
@@ -712,7 +716,7 @@ def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, 
         while lo + f.done < hi and left > 0:
             i = lo + f.done
             if f.phase == Phase.DEAL:
-                init_shuffled_state(s, stream_key(seed, first + i), max_cards, max_tricks, deck)
+                init_shuffled_state(s, derive_key(seed, first + i), max_cards, max_tricks, deck)
                 f.phase = Phase.START
             left = finish(s, detect_cycles, results[i], work[c, 1], work[c, 2], f, left)
             if f.phase == Phase.DONE:
@@ -724,4 +728,4 @@ def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, 
 def shuffled_decks(seed, first, decks):
     """The shuffled decks (card ids) of games ``first ..`` of the random stream ``seed``."""
     for i in prange(decks.shape[0]):
-        shuffle_deck(stream_key(seed, first + i), decks[i])
+        shuffle_deck(derive_key(seed, first + i), decks[i])

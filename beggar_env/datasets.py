@@ -167,14 +167,14 @@ def _write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
         deck = np.empty(core.DECK_SIZE, np.int64)
         lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
         for i in range(lo, hi):
-            key = core.stream_key(seed, first + i)
+            key = core.derive_key(seed, first + i)
             core.init_shuffled_state(s, key, cfg.max_cards, core.NO_LIMIT, deck)
             r = results[i]
             row = offsets[i]
             if mode == Sampling.RANDOM and r.cards > 0:
                 points = np.empty(k, np.int64)
                 for j in range(k):
-                    points[j] = core.mix64(core.stream_key(key, j)) % np.uint64(r.cards)
+                    points[j] = core.mix64(core.derive_key(key, j)) % np.uint64(r.cards)
                 points.sort()
                 for j in range(k):
                     while s.cards < points[j]:

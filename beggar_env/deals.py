@@ -271,7 +271,7 @@ def _pack_compact(texts):
     n_players = texts[0].count("/") + 1
     if not 2 <= n_players <= 4:
         return None
-    width = int(np.diff(offsets).max(initial=1))
+    width = int(np.diff(offsets).max(initial=1)) - (n_players - 1)  # a valid deal has n_players - 1 slashes
     cards = np.zeros((len(texts), max(width, 1)), np.int8)
     sizes = np.zeros((len(texts), n_players), np.int32)
     bad = _pack_compact_bytes(blob, offsets, _COMPACT_CLASS, cards, sizes)
@@ -297,15 +297,18 @@ def _pack_compact_bytes(blob, offsets, classes, cards, sizes):
                 seat += 1
                 if seat == n_players:
                     return i
-            elif c == _BAD:
+            elif c == _BAD or n == cards.shape[1]:
                 return i
             else:
                 cards[i, n] = c
                 n += 1
                 sizes[i, seat] += 1
                 courts[c] += 1
-        if seat != n_players - 1 or n == 0 or courts[Card.JACK:].max() > 4:
+        if seat != n_players - 1 or n == 0:
             return i
+        for c in range(Card.JACK, core.N_CLASSES):
+            if courts[c] > 4:  # a fifth court card of a rank
+                return i
     return -1
 
 

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import warnings
 from contextlib import contextmanager
+from enum import IntEnum
 from types import FunctionType, SimpleNamespace
 
 import numba
@@ -180,7 +181,9 @@ def interpreted(module):
     """
     namespace = dict(vars(module))
     for name, value in vars(module).items():
-        if isinstance(value, numba.core.dispatcher.Dispatcher):
+        if isinstance(value, type) and issubclass(value, IntEnum):  # the same ints, without Enum's slow lookups
+            namespace[name] = SimpleNamespace(**{member.name: int(member) for member in value})
+        elif isinstance(value, numba.core.dispatcher.Dispatcher):
             f = value.py_func
             namespace[name] = FunctionType(f.__code__, namespace, f.__name__, f.__defaults__, f.__closure__)
     return SimpleNamespace(**namespace)

@@ -392,7 +392,7 @@ def _prepare(states, ahead, progress, results, envs, i, settings, obs):
 @jit
 def _deal_random(states, ahead, progress, results, envs, i, settings, obs):
     deck = np.empty(core.DECK_SIZE, np.int64)
-    key = core.stream_key(envs[i].seed, envs[i].episode)
+    key = core.derive_key(envs[i].seed, envs[i].episode)
     envs[i].episode += np.uint64(1)
     core.init_shuffled_state(states[i], key, settings.max_cards, core.NO_LIMIT, deck)
     _prepare(states, ahead, progress, results, envs, i, settings, obs)

@@ -136,3 +136,70 @@ def test_dataset_command_saves_what_the_api_generates(tmp_path):
 def test_dataset_bad_input(args, word):
     run = beggar(*args)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr
+
+
+# ------------------------------------------------------------- issue 7 items
+
+
+@pytest.mark.parametrize("args", [
+    ["play", KLEBER, "--max-cards", "9223372036854775808"],
+    ["play", KLEBER, "--max-tricks", "18446744073709551616"],
+    ["simulate", "--games", "10", "--max-cards", "9223372036854775808"],
+    ["dataset", "--games", "10", "--max-cards", "99999999999999999999", "--out", "x.npz"],
+])
+def test_limits_beyond_the_engine_are_refused_in_one_line(args):
+    run = beggar(*args)
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1 and "9,223,372,036,854,775,807" in run.stderr
+
+
+def test_the_largest_limit_plays_as_no_limit():
+    run = beggar("play", KLEBER, "--max-cards", "9223372036854775807", "--json")
+    assert json.loads(run.stdout)["cards"] == 5790
+
+
+def test_out_gets_its_suffix_and_the_real_path_is_printed(tmp_path):
+    run = beggar("simulate", "--games", "1", "--seed", "3", "--out", str(tmp_path / "runs"))
+    assert run.returncode == 0, run.stderr
+    assert f"raw results saved to {tmp_path / 'runs.npz'}" in run.stdout
+    assert run.stdout.startswith("1 game, 2 players, seed 3\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.npz"]
+    run = beggar("dataset", "--games", "1", "--samples", "1", "--seed", "3", "--out", str(tmp_path / "one"))
+    assert "1 sample of 1 game" in run.stdout and f"saved to {tmp_path / 'one.npz'}" in run.stdout
+
+
+@pytest.mark.parametrize("command", [["simulate", "--games", "10"], ["dataset", "--games", "10"]])
+def test_an_out_folder_is_refused_before_any_work(tmp_path, command):
+    for out in (str(tmp_path) + "/", str(tmp_path), str(tmp_path / "missing" / "x.npz")):
+        run = beggar(*command, "--out", out)
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert "--out" in run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_beyond_what_is_available_is_refused_in_one_line(monkeypatch, capsys, tmp_path):
+    from beggar_env import checks, cli
+
+    monkeypatch.setattr(checks, "available_memory", lambda: 2**20)
+    assert cli.main(["dataset", "--games", "2000", "--seed", "1", "--out", str(tmp_path / "d.npz"),
+                     "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs" in err[0] and "MiB" in err[0] and "fewer" in err[0]
+    assert cli.main(["simulate", "--games", "100000", "--seed", "1", "--json", "--no-progress"]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_simulate_summarises_in_blocks_what_it_would_save(tmp_path):
+    summary = beggar("simulate", "--games", "300000", "--players", "4", "--seed", "8")
+    saved = beggar("simulate", "--games", "300000", "--players", "4", "--seed", "8", "--out", str(tmp_path / "r.npz"))
+    assert summary.stdout.splitlines()[:-1] == saved.stdout.splitlines()[:-2]  # all but the speed and the path
+
+
+def test_version_and_usage():
+    version = beggar("--version")
+    assert version.returncode == 0 and version.stdout.startswith(f"beggar {beggar_env.__version__} (numba ")
+    bare = beggar()
+    assert bare.returncode == 2 and bare.stdout == ""
+    for word in ("usage: beggar", "play", "simulate", "dataset", "--version"):
+        assert word in bare.stderr

@@ -63,3 +63,18 @@ def test_packed_deals_are_checked():
                       ((cards[:, :1], sizes[:, :1]), "n_players")):
         with pytest.raises(ValueError, match=word):
             beggar_env.simulate(bad)
+
+
+def test_the_record_name_patch_refuses_to_import_if_numba_moved_its_hook(monkeypatch):
+    import pytest
+    from numba.core import types as numba_types
+
+    from beggar_env import jit
+
+    assert isinstance(numba_types.Record.mangling_args, property)  # patched on import, on this numba
+    record = numba_types.Record.make_c_struct([("a", numba_types.int8)])
+    kind, (digest,) = record.mangling_args
+    assert kind == "Record" and isinstance(digest, int)  # named after its content, not a counter
+    monkeypatch.setattr(numba_types.Record, "mangling_args", lambda self: ("Record", ()))
+    with pytest.raises(ImportError, match="mangling_args has moved"):
+        jit._name_records_by_content()

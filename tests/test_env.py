@@ -261,3 +261,27 @@ def test_deals_given_as_deal_objects_and_rank_notation_play_exactly():
     for given in (deal, str(deal), beggar_env.format_deal(deal, "compact")):
         steps = run_episode(gym.make("Beggar-v0"), lambda obs, info: 0, options={"deal": given})
         assert steps[-1][3]["cards"] == expected.cards and steps[-1][3]["winner"] == expected.winner
+
+
+def test_help_on_the_env_works_after_importing_the_package_alone():
+    code = ("import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.env.BeggarEnv, renderer=pydoc.plaintext); "
+            "print('## Observation space' in text and '## Version history' in text)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr
+
+
+def test_rgb_array_without_pillow_says_how_to_install_it():
+    code = ("import sys; sys.modules['PIL'] = None; import gymnasium as gym, beggar_env\n"
+            "try:\n    gym.make('Beggar-v0', render_mode='rgb_array')\n"
+            "except ImportError as e:\n    print(e)\n"
+            "print(gym.make('Beggar-v0', render_mode='ansi').reset(seed=1)[0]['cards'])")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "pip install 'beggar-env[render]'" in run.stdout and run.stdout.splitlines()[-1] == "0"
+
+
+def test_importing_the_package_does_not_import_gymnasium_and_registers_when_it_is():
+    code = ("import sys, beggar_env; beggar_env.play('-/-'); print('gymnasium' in sys.modules); "
+            "import gymnasium as gym; print(gym.make('Beggar-v0').unwrapped.config.n_players)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.split() == ["False", "2"], run.stderr

@@ -275,7 +275,7 @@ def test_eliminations_are_exercised():
     assert with_eliminations > 100, with_eliminations
 
 
-# Worked by hand from RULES.md and the conventions (independent of both implementations):
+# Worked by hand from docs/RULES.md and the conventions (independent of both implementations):
 # deal, limits, (outcome, winner, cards, tricks, hand_sizes).
 WORKED = [
     ("J//-", {}, ("win", 0, 2, 1, (2, 0, 0))),  # seat 1 must pay with no cards: out, seat 2 pays
@@ -299,7 +299,24 @@ WORKED = [
     ("--/---", dict(max_cards=0), ("limit", 1, 0, 0, (2, 3))),
     ("/--/-", dict(max_cards=0), ("limit", 1, 0, 0, (0, 2, 1))),  # seat 0 already out
     ("/---", dict(max_cards=0), ("win", 1, 0, 0, (0, 3))),  # one holder: won before any limit
+    # docs/RULES.md's worked examples: a game whose last elimination or taking falls on
+    # exactly the limit's card is a win, not a limit.
+    ("-/-", dict(max_cards=2), ("win", 1, 2, 1, (0, 2))),
+    ("-/-", dict(max_cards=1), ("limit", 1, 1, 0, (0, 1))),
+    ("-A/-----", dict(max_cards=7), ("win", 0, 7, 1, (7, 0))),
+    ("-A/-----", dict(max_cards=6), ("limit", 1, 6, 0, (0, 1))),
+    ("/--J-/K-J-", {}, ("cycle", None, 16, 4, (0, 4, 4))),  # seat 0 out at once; see the next test
 ]
+
+
+def test_with_seat_0_empty_cycle_counting_starts_after_it_is_out():
+    # docs/RULES.md: the three-player deal with seat 0 empty cycles exactly as the
+    # two-player "king loop" --J-/K-J- does, its cycle starting after 0 cards, 0 tricks.
+    three, two = beggar_env.play("/--J-/K-J-"), beggar_env.play("--J-/K-J-")
+    figures = ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks", "cards", "tricks")
+    assert [getattr(three, name) for name in figures] == [0, 0, 16, 4, 16, 4]
+    assert [getattr(two, name) for name in figures] == [0, 0, 16, 4, 16, 4]
+    assert result_dict(three) == play_reference(hands_of("/--J-/K-J-"))
 
 
 @pytest.mark.parametrize("text,limits,expected", WORKED, ids=[f"{t} {l}" for t, l, _ in WORKED])

@@ -1,0 +1,230 @@
+"""The package in real processes: forked children, threads, a read-only install, Ctrl-C
+and SIGTERM on long runs, and the first run's compile notice."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import beggar_env
+from beggar_env import files
+
+REPO = Path(__file__).resolve().parents[1]
+CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"  # never ends
+
+
+def python(code, env=None, timeout=300, prefix=(), cwd=None):
+    return subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def beggar_process(*args, env=None):
+    return subprocess.Popen([sys.executable, "-m", "beggar_env.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+
+
+# ----------------------------------------------------------- fork and threads
+
+USE_EVERYTHING = """
+import gymnasium as gym, numpy as np, beggar_env as b
+from beggar_env import datasets
+
+def use(seed):
+    runs = b.simulate(2000, n_players=3, seed=seed)
+    data = datasets.generate(50, samples=3, seed=seed)
+    envs = gym.make_vec("Beggar-v0", num_envs=64)
+    envs.reset(seed=seed)
+    for _ in range(20):
+        envs.step(np.zeros(64, np.int64))
+    return int(runs.cards.sum()), int(data.observations.sum())
+"""
+
+
+def test_a_forked_child_uses_everything_the_parent_used():
+    code = USE_EVERYTHING + """
+import multiprocessing, os
+expected = [use(seed) for seed in (1, 2, 3)]
+with multiprocessing.get_context("fork").Pool(2) as pool:  # the default on Linux: what DataLoader workers do
+    assert pool.map(use, [1, 2, 3]) == expected
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if use(2) == expected[1] else 3)
+assert os.waitpid(pid, 0)[1] == 0
+print("ok", b.jit.numba.threading_layer())
+"""
+    run = python(code, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("ok")
+    assert "fork() called from a process already using GNU OpenMP" not in run.stderr
+
+
+def test_threads_may_run_parallel_calls_at_once():
+    code = USE_EVERYTHING + """
+import threading
+expected = use(5)
+out = []
+threads = [threading.Thread(target=lambda: out.append(use(5))) for _ in range(3)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert out == [expected] * 3, out
+print("ok")
+"""
+    run = python(code, timeout=240)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+# ---------------------------------------------------------- read-only install
+
+
+def _read_only_runner():
+    """How to run a child that cannot write where its own user could: as root, without the
+    capability to override file permissions; else the permissions themselves."""
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
+    return (setpriv, "--inh-caps=-dac_override", "--bounding-set=-dac_override")
+
+
+def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
+    site, home, cache, temporary = (tmp_path / name for name in ("site", "home", "cache", "tmp"))
+    shutil.copytree(REPO / "beggar_env", site / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in (home, cache, temporary):
+        folder.mkdir()
+    for path in [site, home, cache, *site.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    temporary.chmod(0o777)
+    code = """
+    import warnings
+    warnings.simplefilter("always")
+    import beggar_env as b
+    print(b.play("-A--Q/----K-J").cards, b.simulate(30, seed=1).cards.sum())
+    """
+    env = {"PYTHONPATH": str(site), "HOME": str(home), "NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(temporary),
+           "XDG_CACHE_HOME": str(home / ".cache")}
+    run = python(code, env=env, prefix=_read_only_runner(), cwd=home)  # not the checkout: its package is writable
+    try:
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.stdout.split() == ["12", str(int(beggar_env.simulate(30, seed=1).cards.sum()))]
+        warnings = [line for line in run.stderr.splitlines() if "RuntimeWarning" in line]
+        assert len(warnings) == 1, run.stderr[-3000:]
+        assert f"caching compiled code in {temporary}" in warnings[0]
+        assert list(temporary.rglob("*.nbi"))  # the fallback cache was used
+    finally:
+        for path in [tmp_path, *tmp_path.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+
+
+def test_without_any_writable_folder_compiled_code_is_not_cached_with_one_warning(monkeypatch):
+    monkeypatch.setattr(beggar_env.jit, "_cache_available", lambda: False)
+    monkeypatch.setattr(beggar_env.jit, "_private_cache_dir", lambda: None)
+    with pytest.warns(RuntimeWarning, match="not cached") as caught:
+        assert beggar_env.jit._choose_cache() is False
+    assert len(caught) == 1
+
+
+# ------------------------------------------------------------ Ctrl-C, SIGTERM
+
+
+def _interrupt(process, sig, after):
+    """Send ``sig`` once ``process`` has run ``after`` seconds; return its (status, stderr,
+    seconds from the signal to its exit)."""
+    time.sleep(after)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(sig)
+    sent = time.perf_counter()
+    _, stderr = process.communicate(timeout=30)
+    return process.returncode, stderr, time.perf_counter() - sent
+
+
+def test_ctrl_c_stops_beggar_play_on_a_deal_that_never_ends():
+    returncode, stderr, seconds = _interrupt(beggar_process("play", CASELLA, "--no-cycles"), signal.SIGINT, 3)
+    assert returncode == 130 and stderr.strip() == "beggar: interrupted"
+    assert seconds < 1.5
+
+
+@pytest.mark.parametrize("call", [
+    "b.play(CASELLA, detect_cycles=False)",
+    "b.simulate([CASELLA, '-/-'] * 4, detect_cycles=False)",
+    "[None for _ in b.simulate_blocks(10**9)]",
+    "b.datasets.generate(10**7, samples=1)",
+])
+def test_ctrl_c_stops_compiled_runs_within_a_second(call):
+    code = f"""
+    import beggar_env as b
+    CASELLA = {CASELLA!r}
+    b.play("-/-"); b.simulate(["-/-"], detect_cycles=False); b.simulate(10)  # load the compiled code
+    print("ready", flush=True)
+    {call}
+    """
+    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    returncode, stderr, seconds = _interrupt(process, signal.SIGINT, 1.5)
+    assert "KeyboardInterrupt" in stderr and returncode != 0
+    assert seconds < 1.5
+
+
+@pytest.mark.parametrize("command", [["simulate", "--games", "1000000000"],
+                                     ["dataset", "--games", "3000000", "--out", "data.npz"]])
+def test_ctrl_c_stops_long_command_runs_and_leaves_no_file(tmp_path, command):
+    beggar_env.simulate(10), beggar_env.datasets.generate(10)  # the cache is warm
+    process = subprocess.Popen([sys.executable, "-m", "beggar_env.cli", *command, "--seed", "1"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    returncode, stderr, seconds = _interrupt(process, signal.SIGINT, 4)
+    assert returncode == 130 and "beggar: interrupted" in stderr
+    assert seconds < 1.5
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_keeps_an_earlier_results_file_whole(tmp_path):
+    earlier = tmp_path / "runs.npz"
+    np.savez(earlier, cards=np.arange(3))
+    before = earlier.read_bytes()
+    process = subprocess.Popen([sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "20000000", "--seed",
+                                "2", "--out", str(earlier)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    returncode, stderr, _ = _interrupt(process, signal.SIGTERM, 4)
+    assert returncode == 143 and "beggar: terminated" in stderr
+    assert earlier.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.npz"]
+
+
+def test_an_interrupted_save_leaves_the_earlier_file_and_no_partial_one(tmp_path):
+    path = tmp_path / "data.npz"
+    path.write_bytes(b"earlier")
+
+    class Interrupted(BaseException):
+        pass
+
+    with pytest.raises(Interrupted):
+        with files.replacing(str(path)) as f:
+            f.write(b"half of a new file")
+            raise Interrupted()
+    assert path.read_bytes() == b"earlier"
+    assert [p.name for p in tmp_path.iterdir()] == ["data.npz"]
+    assert files.save_npz(tmp_path / "new", x=np.arange(4)) == str(tmp_path / "new.npz")
+    assert np.load(tmp_path / "new.npz")["x"].tolist() == [0, 1, 2, 3]
+
+
+# -------------------------------------------------------------- first run
+
+
+def test_the_first_run_says_it_is_compiling(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    assert "compiling the engine (once" in run.stderr
+    again = subprocess.run([sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
+                           capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert again.returncode == 0 and "compiling" not in again.stderr
+    assert again.stdout.splitlines()[:3] == run.stdout.splitlines()[:3]
