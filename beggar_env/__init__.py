@@ -30,8 +30,21 @@ _EXPORTS = {
     "simulate_blocks": "game",
     "trace": "game",
 }
-_SUBMODULES = ("checks", "cli", "core", "datasets", "deals", "env", "files", "game", "jit", "render", "stats", "task",
-               "vector")
+_SUBMODULES = (
+    "checks",
+    "cli",
+    "core",
+    "datasets",
+    "deals",
+    "env",
+    "files",
+    "game",
+    "jit",
+    "render",
+    "stats",
+    "task",
+    "vector",
+)
 __all__ = sorted(_EXPORTS)
 
 

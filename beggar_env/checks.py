@@ -108,9 +108,7 @@ def memory(n_bytes, what, instead):
     exceed the memory available; ``instead`` says what to do."""
     available = available_memory()
     if available is not None and n_bytes > available:
-        raise MemoryError(
-            f"{what} needs {gib(n_bytes)} of memory and {gib(available)} is available: {instead}"
-        )
+        raise MemoryError(f"{what} needs {gib(n_bytes)} of memory and {gib(available)} is available: {instead}")
 
 
 def gib(n_bytes):

@@ -57,43 +57,63 @@ def _add_limits(parser, tricks=True):
 
 def _add_run_options(parser, what):
     parser.add_argument("--players", type=int, choices=(2, 3, 4), default=2, metavar="P", help="2, 3 or 4 (default 2)")
-    parser.add_argument("--seed", type=_whole_number(0, checks.MAX_SEED), metavar="S",
-                        help="seed (default: a fresh one, printed)")
+    parser.add_argument(
+        "--seed", type=_whole_number(0, checks.MAX_SEED), metavar="S", help="seed (default: a fresh one, printed)"
+    )
     parser.add_argument("--threads", type=_whole_number(1), metavar="T", help="threads (default: all cores)")
     parser.add_argument("--no-progress", action="store_true", help=f"no progress bar while {what}")
 
 
 def build_parser():
-    parser = _Parser(prog="beggar", description="Beggar-My-Neighbour: play deals, simulate games, generate datasets.",
-                     allow_abbrev=False)
+    parser = _Parser(
+        prog="beggar",
+        description="Beggar-My-Neighbour: play deals, simulate games, generate datasets.",
+        allow_abbrev=False,
+    )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
-    p = commands.add_parser("play", help="play one deal", description="Play one deal and report its outcome.",
-                            allow_abbrev=False)
-    p.add_argument("deal", nargs="?",
-                   help="compact ('-JQKA' hands separated by '/') or rank notation ('10H 2C JS / QD 7 A')")
+    p = commands.add_parser(
+        "play", help="play one deal", description="Play one deal and report its outcome.", allow_abbrev=False
+    )
+    p.add_argument(
+        "deal", nargs="?", help="compact ('-JQKA' hands separated by '/') or rank notation ('10H 2C JS / QD 7 A')"
+    )
     _add_limits(p)
-    p.add_argument("--no-cycles", action="store_true",
-                   help="do not detect cycles (a deal that never ends runs until Ctrl-C)")
+    p.add_argument(
+        "--no-cycles", action="store_true", help="do not detect cycles (a deal that never ends runs until Ctrl-C)"
+    )
     p.add_argument("--trace", action="store_true", help="print the game trick by trick")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    s = commands.add_parser("simulate", help="play many random games", allow_abbrev=False,
-                            description="Play random games and summarise them (in constant memory, unless --out "
-                                        "or --json asks for every result).")
-    s.add_argument("--games", type=_whole_number(1), default=100_000, metavar="N",
-                   help="number of games (default 100000)")
+    s = commands.add_parser(
+        "simulate",
+        help="play many random games",
+        allow_abbrev=False,
+        description="Play random games and summarise them (in constant memory, unless --out "
+        "or --json asks for every result).",
+    )
+    s.add_argument(
+        "--games", type=_whole_number(1), default=100_000, metavar="N", help="number of games (default 100000)"
+    )
     _add_run_options(s, "playing")
     _add_limits(s)
     s.add_argument("--json", action="store_true", help="print the raw results as JSON")
     s.add_argument("--out", metavar="FILE.npz", help="save the raw results as .npz")
 
-    d = commands.add_parser("dataset", help="generate a labelled dataset", allow_abbrev=False,
-                            description="Generate observations of random games labelled with their outcomes.")
+    d = commands.add_parser(
+        "dataset",
+        help="generate a labelled dataset",
+        allow_abbrev=False,
+        description="Generate observations of random games labelled with their outcomes.",
+    )
     d.add_argument("--games", type=_whole_number(1), required=True, metavar="N", help="number of games")
-    d.add_argument("--samples", default="card", metavar="card|trick|K",
-                   help="a sample before every card (default), every trick, or K random points per game")
+    d.add_argument(
+        "--samples",
+        default="card",
+        metavar="card|trick|K",
+        help="a sample before every card (default), every trick, or K random points per game",
+    )
     d.add_argument("--observation", choices=("public", "full"), default="public", help="default public")
     _add_run_options(d, "generating")
     _add_limits(d, tricks=False)
@@ -113,8 +133,9 @@ def _version():
 def _describe(result):
     lines = []
     if result.outcome == "win":
-        lines.append(f"seat {result.winner} wins after {plural(result.cards, 'card')} and "
-                     f"{plural(result.tricks, 'trick')}")
+        lines.append(
+            f"seat {result.winner} wins after {plural(result.cards, 'card')} and {plural(result.tricks, 'trick')}"
+        )
     elif result.outcome == "cycle":
         lines.append(
             f"no winner: the game never ends (first repeated position after {plural(result.cards, 'card')}, "
@@ -127,8 +148,9 @@ def _describe(result):
         )
     else:
         verdict = "a draw" if result.winner is None else f"seat {result.winner} wins on cards in hand"
-        lines.append(f"time limit reached after {plural(result.cards, 'card')} and {plural(result.tricks, 'trick')}: "
-                     f"{verdict}")
+        lines.append(
+            f"time limit reached after {plural(result.cards, 'card')} and {plural(result.tricks, 'trick')}: {verdict}"
+        )
     lines.append("hand sizes: " + " ".join(str(n) for n in result.hand_sizes))
     return "\n".join(lines)
 
@@ -159,8 +181,10 @@ def _cmd_play(args):
         if t["taker"] is None:
             print(f"stopped        after {t['cards']:5d} cards   hands {hands}")
         else:
-            print(f"trick {t['trick']:4d}: seat {t['taker']} takes {t['taken']:2d} cards "
-                  f"(played {t['cards']:5d})   hands {hands}")
+            print(
+                f"trick {t['trick']:4d}: seat {t['taker']} takes {t['taken']:2d} cards "
+                f"(played {t['cards']:5d})   hands {hands}"
+            )
     print(_describe(result))
 
 
@@ -174,9 +198,11 @@ def _print_summary(summary, seed, n_players, seconds):
     print(f"{plural(n, 'game')}, {n_players} players, seed {seed}")
     for field in ("cards", "tricks"):
         st = summary[field]
-        print(f"{field:>6}: mean {st['mean']:.1f}  median {st['p50']:.0f}  "
-              + "  ".join(f"p{q} {st[f'p{q}']:.0f}" for q in PERCENTILES if q != 50)
-              + f"  max {st['max']}")
+        print(
+            f"{field:>6}: mean {st['mean']:.1f}  median {st['p50']:.0f}  "
+            + "  ".join(f"p{q} {st[f'p{q}']:.0f}" for q in PERCENTILES if q != 50)
+            + f"  max {st['max']}"
+        )
     for seat in summary["seats"]:
         low, high = seat["ci95"]
         print(f"seat {seat['seat']}: wins {seat['rate']:.4f}  (95% CI {low:.4f}-{high:.4f})")
@@ -202,8 +228,12 @@ def _seed(args):
 def _compiling_notice(first_call):
     """Run ``first_call()`` (it may compile the engine); if it takes more than a second,
     say on stderr that it is compiling, once."""
-    notice = threading.Timer(COMPILE_NOTICE_AFTER, lambda: print(
-        "beggar: compiling the engine (once: later runs load it from numba's cache)...", file=sys.stderr, flush=True))
+    notice = threading.Timer(
+        COMPILE_NOTICE_AFTER,
+        lambda: print(
+            "beggar: compiling the engine (once: later runs load it from numba's cache)...", file=sys.stderr, flush=True
+        ),
+    )
     notice.daemon = True
     notice.start()
     try:
@@ -243,6 +273,7 @@ def _cmd_simulate(args):
     options = dict(n_players=args.players, threads=args.threads, max_cards=args.max_cards, max_tricks=args.max_tricks)
     _compiling_notice(lambda: simulate(1, seed=seed, **options))  # games/s counts playing only
     if out is None and not args.json:  # a summary needs no more memory for 10**9 games than for 10
+
         def run(progress):
             summary = Summary(args.players)
             for _, block in simulate_blocks(args.games, seed=seed, progress=progress, **options):
@@ -253,13 +284,22 @@ def _cmd_simulate(args):
         _print_summary(summary, seed, args.players, seconds)
         return
     if args.json:
-        checks.memory(args.games * JSON_BYTES_PER_GAME, f"the JSON of {args.games:,} games",
-                      "use --out FILE.npz, or fewer --games")
+        checks.memory(
+            args.games * JSON_BYTES_PER_GAME,
+            f"the JSON of {args.games:,} games",
+            "use --out FILE.npz, or fewer --games",
+        )
     results, seconds = _run_with_progress(
-        "game", args.no_progress, lambda progress: simulate(args.games, seed=seed, progress=progress, **options))
+        "game", args.no_progress, lambda progress: simulate(args.games, seed=seed, progress=progress, **options)
+    )
     if out is not None:
-        out = files.save_npz(out, outcomes=np.array(core.OUTCOMES), seed=seed, players=args.players,
-                             **{name: results[name] for name in results.dtype.names})
+        out = files.save_npz(
+            out,
+            outcomes=np.array(core.OUTCOMES),
+            seed=seed,
+            players=args.players,
+            **{name: results[name] for name in results.dtype.names},
+        )
     if args.json:
         raw = {name: results[name].tolist() for name in results.dtype.names}
         raw["outcome"] = [core.OUTCOMES[code] for code in results.outcome]
@@ -282,14 +322,24 @@ def _cmd_dataset(args):
             ) from None
     out = _out_path("dataset", args.out)
     seed = _seed(args)
-    options = dict(n_players=args.players, observation=args.observation, samples=samples, threads=args.threads,
-                   max_cards=args.max_cards)
+    options = dict(
+        n_players=args.players,
+        observation=args.observation,
+        samples=samples,
+        threads=args.threads,
+        max_cards=args.max_cards,
+    )
     _compiling_notice(lambda: datasets.generate(1, seed=seed, **options))  # samples/s counts generating only
     dataset, seconds = _run_with_progress(
-        "game", args.no_progress, lambda progress: datasets.generate(args.games, seed=seed, progress=progress, **options))
+        "game",
+        args.no_progress,
+        lambda progress: datasets.generate(args.games, seed=seed, progress=progress, **options),
+    )
     out = dataset.save(out)
-    print(f"{plural(len(dataset), 'sample')} of {plural(args.games, 'game')} ({args.players} players, "
-          f"{args.observation} observation, samples={args.samples}, seed {seed}) saved to {out}")
+    print(
+        f"{plural(len(dataset), 'sample')} of {plural(args.games, 'game')} ({args.players} players, "
+        f"{args.observation} observation, samples={args.samples}, seed {seed}) saved to {out}"
+    )
     print(f"{len(dataset) / seconds:,.0f} samples/s ({seconds:.2f} s)")
 
 

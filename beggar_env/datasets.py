@@ -81,8 +81,13 @@ class Dataset:
 def load(path) -> Dataset:
     """A :class:`Dataset` saved with :meth:`Dataset.save`."""
     with np.load(path, allow_pickle=False) as data:
-        return Dataset(**{name: data[name] for name in Dataset.ARRAYS}, n_players=int(data["n_players"]),
-                       observation=str(data["observation"]), samples=str(data["samples"]), seed=int(data["seed"]))
+        return Dataset(
+            **{name: data[name] for name in Dataset.ARRAYS},
+            n_players=int(data["n_players"]),
+            observation=str(data["observation"]),
+            samples=str(data["samples"]),
+            seed=int(data["seed"]),
+        )
 
 
 def _check_samples(samples):
@@ -90,12 +95,22 @@ def _check_samples(samples):
         return Sampling[samples.upper()], 0
     if checks.is_integer(samples) and samples >= 1:
         return Sampling.RANDOM, int(samples)
-    raise ValueError(f"samples must be 'card', 'trick' or an int k >= 1 (k random points per game), "
-                     f"not {checks.excerpt(samples)}")
+    raise ValueError(
+        f"samples must be 'card', 'trick' or an int k >= 1 (k random points per game), not {checks.excerpt(samples)}"
+    )
 
 
-def generate(n_games: int, *, n_players: int = 2, observation: str = "public", samples="card", seed=None,
-             threads: int | None = None, max_cards: int | None = None, progress=None) -> Dataset:
+def generate(
+    n_games: int,
+    *,
+    n_players: int = 2,
+    observation: str = "public",
+    samples="card",
+    seed=None,
+    threads: int | None = None,
+    max_cards: int | None = None,
+    progress=None,
+) -> Dataset:
     """Play ``n_games`` random games and return their samples as a :class:`Dataset`.
 
     Deterministic for an int ``seed`` whatever ``threads`` is (None: all cores).
@@ -110,8 +125,11 @@ def generate(n_games: int, *, n_players: int = 2, observation: str = "public", s
     seed = int(checks.seed(seed))
     key = np.uint64(seed)
     settings = config.settings()
-    checks.memory(n_games * core.result_dtype(config.n_players).itemsize, f"playing {n_games:,} games first",
-                  "generate fewer games at a time")
+    checks.memory(
+        n_games * core.result_dtype(config.n_players).itemsize,
+        f"playing {n_games:,} games first",
+        "generate fewer games at a time",
+    )
     with parallel(threads) as n_threads:
         work = core.new_work(n_threads * CHUNKS_PER_THREAD, config.n_players, task.CAPACITY)
         results = core.new_results(n_games, config.n_players)
@@ -121,19 +139,29 @@ def generate(n_games: int, *, n_players: int = 2, observation: str = "public", s
         offsets = np.zeros(n_games + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
         n_samples = int(offsets[-1])
-        checks.memory(n_samples * (config.layout.size * 4 + 40), f"{n_samples:,} samples of {n_games:,} games",
-                      "generate fewer games, or fewer samples per game (samples='trick' or an int k)")
+        checks.memory(
+            n_samples * (config.layout.size * 4 + 40),
+            f"{n_samples:,} samples of {n_games:,} games",
+            "generate fewer games, or fewer samples per game (samples='trick' or an int k)",
+        )
         obs = np.empty((n_samples, config.layout.size), np.int32)
         for lo in range(0, n_games, GAMES_PER_WRITE):
             hi = min(lo + GAMES_PER_WRITE, n_games)
-            _write_samples(key, lo, results[lo:hi], offsets[lo:hi + 1], mode, k, settings, obs, work[0])
+            _write_samples(key, lo, results[lo:hi], offsets[lo : hi + 1], mode, k, settings, obs, work[0])
             if progress is not None:
                 progress(n_games + hi, 2 * n_games)
     game = np.repeat(np.arange(n_games, dtype=np.int64), counts)
     return Dataset(
-        observations=obs, game=game, outcome=results.outcome[game], winner=results.winner[game],
-        game_cards=results.cards[game], game_tricks=results.tricks[game], n_players=config.n_players,
-        observation=observation, samples=str(samples), seed=seed,
+        observations=obs,
+        game=game,
+        outcome=results.outcome[game],
+        winner=results.winner[game],
+        game_cards=results.cards[game],
+        game_tricks=results.tricks[game],
+        n_players=config.n_players,
+        observation=observation,
+        samples=str(samples),
+        seed=seed,
     )
 
 
@@ -142,8 +170,7 @@ def _play_all(key, results, max_cards, work, progress):
     states, chunk_progress = work
     n_games = len(results)
     while core.batch_done(chunk_progress) < n_games:
-        core.finish_shuffled(key, 0, max_cards, core.NO_LIMIT, True, results, states, chunk_progress,
-                             core.CALL_BUDGET)
+        core.finish_shuffled(key, 0, max_cards, core.NO_LIMIT, True, results, states, chunk_progress, core.CALL_BUDGET)
         if progress is not None:
             progress(core.batch_done(chunk_progress), 2 * n_games)
         yield

@@ -96,9 +96,7 @@ def parse_deal(text: "str | Deal") -> Deal:
     parts = text.split("/")
     _check_player_count(len(parts), text)
     stripped = [part.strip() for part in parts]
-    rank_notation = any(ch in _RANK_HINTS for ch in text) or any(
-        len(part.split()) > 1 for part in stripped
-    )
+    rank_notation = any(ch in _RANK_HINTS for ch in text) or any(len(part.split()) > 1 for part in stripped)
     parse_hand = _parse_rank_hand if rank_notation else _parse_compact_hand
     return Deal(tuple(parse_hand(seat, part) for seat, part in enumerate(stripped)))
 
@@ -129,9 +127,7 @@ def _parse_rank_hand(seat, text):
 
 def _check_player_count(n_players, text):
     if not 2 <= n_players <= 4:
-        raise ValueError(
-            f"a deal needs 2 to 4 players separated by '/', got {n_players} in {checks.excerpt(text)}"
-        )
+        raise ValueError(f"a deal needs 2 to 4 players separated by '/', got {n_players} in {checks.excerpt(text)}")
 
 
 def _validate(hands):
@@ -142,7 +138,7 @@ def _validate(hands):
         for position, token in enumerate(hand, 1):
             if not isinstance(token, str) or not _TOKEN.fullmatch(token):
                 raise ValueError(f"seat {seat}, card {position}: unknown card {checks.excerpt(token)} ({_EXPECTED})")
-            rank, suit = token.rstrip(SUITS), token[len(token.rstrip(SUITS)):]
+            rank, suit = token.rstrip(SUITS), token[len(token.rstrip(SUITS)) :]
             if rank == "-":
                 continue
             if suit:
@@ -156,8 +152,7 @@ def _validate(hands):
             rank_counts[rank] = rank_counts.get(rank, 0) + 1
             if rank_counts[rank] > 4:
                 raise ValueError(
-                    f"seat {seat}, card {position}: a fifth {rank} "
-                    "(a standard deck has four cards of each rank)"
+                    f"seat {seat}, card {position}: a fifth {rank} (a standard deck has four cards of each rank)"
                 )
     if not any(hands):
         raise ValueError("a deal needs at least one card")
@@ -175,9 +170,7 @@ def format_deal(deal: "str | Deal", notation: str | None = None) -> str:
         notation = "compact" if lossless else "ranks"
     if notation == "compact":
         classes = iter(deal.classes())
-        return "/".join(
-            "".join(core.CLASS_SYMBOLS[next(classes)] for _ in hand) for hand in deal.hands
-        )
+        return "/".join("".join(core.CLASS_SYMBOLS[next(classes)] for _ in hand) for hand in deal.hands)
     if notation == "ranks":
         return " / ".join(" ".join(hand) for hand in deal.hands)
     raise ValueError(f"notation must be 'compact' or 'ranks', not {notation!r}")
@@ -246,9 +239,7 @@ def pack_deals(deals) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_same_players(i, n_players, first):
     if n_players != first:
-        raise ValueError(
-            f"deal {i} has {n_players} players, deal 0 has {first}: one batch plays one number of players"
-        )
+        raise ValueError(f"deal {i} has {n_players} players, deal 0 has {first}: one batch plays one number of players")
 
 
 _SLASH, _BAD = -2, -1

@@ -104,10 +104,19 @@ class BeggarEnv(gym.Env):
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
-    def __init__(self, n_players=2, step_unit="card", observation="public", forecast="label",
-                 reward="accuracy", max_cards=None, render_mode=None):
-        self.config = task.EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
-                                     RENDER_MODES)
+    def __init__(
+        self,
+        n_players=2,
+        step_unit="card",
+        observation="public",
+        forecast="label",
+        reward="accuracy",
+        max_cards=None,
+        render_mode=None,
+    ):
+        self.config = task.EnvConfig(
+            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES
+        )
         self.render_mode = render_mode
         self.observation_space = self.config.layout.space()
         self.action_space = self.config.action_space()
@@ -123,13 +132,33 @@ class BeggarEnv(gym.Env):
         self._seeded = False
         self._started = self._playing = False
 
-    _VIEWS = ("_cards", "_tricks", "_status", "_reward", "_terminated", "_row", "_step_args", "_step_kernel",
-              "_step_types")
+    _VIEWS = (
+        "_cards",
+        "_tricks",
+        "_status",
+        "_reward",
+        "_terminated",
+        "_row",
+        "_step_args",
+        "_step_kernel",
+        "_step_types",
+    )
 
     def _bind_views(self):
         self._row = self._obs[0]
-        self._step_args = (self._states, self._ahead, self._progress, self._results, self._envs, self._labels,
-                           self._probs, self._settings, self._obs, self._obs, self._results)
+        self._step_args = (
+            self._states,
+            self._ahead,
+            self._progress,
+            self._results,
+            self._envs,
+            self._labels,
+            self._probs,
+            self._settings,
+            self._obs,
+            self._obs,
+            self._results,
+        )
         self._step_kernel = self._step_types = None  # bound at the first step
         self._cards, self._tricks, self._status = (self._states[name] for name in ("cards", "tricks", "status"))
         self._reward, self._terminated = self._envs["reward"], self._envs["terminated"]
@@ -160,8 +189,7 @@ class BeggarEnv(gym.Env):
             task.reset_random(*arrays, _ONE, self._settings, self._obs)
         else:
             deal = c.check_deal(deal)
-            task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings,
-                             self._obs)
+            task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, self._obs)
         self._started = self._playing = True
         return self._observation(), self._info(self._status[0] != Outcome.RUNNING)
 

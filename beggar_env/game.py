@@ -68,8 +68,13 @@ def new_game(deal, *, max_cards=None, max_tricks=None, extra=0):
     game first (the extra records are scratch space of the same type)."""
     deal = parse_deal(deal)
     states = core.new_states(1 + extra, deal.n_players, core.capacity_for(deal.n_cards)).view(np.recarray)
-    _engine.init_state(states[0], deal.classes(), np.array(deal.hand_sizes, np.int32),
-                       checks.limit("max_cards", max_cards), checks.limit("max_tricks", max_tricks))
+    _engine.init_state(
+        states[0],
+        deal.classes(),
+        np.array(deal.hand_sizes, np.int32),
+        checks.limit("max_cards", max_cards),
+        checks.limit("max_tricks", max_tricks),
+    )
     return states
 
 
@@ -93,8 +98,9 @@ def _finish(states, detect_cycles):
     return result
 
 
-def play(deal: "str | Deal", *, max_cards: int | None = None, max_tricks: int | None = None,
-         detect_cycles: bool = True) -> GameResult:
+def play(
+    deal: "str | Deal", *, max_cards: int | None = None, max_tricks: int | None = None, detect_cycles: bool = True
+) -> GameResult:
     """Play one deal (a :class:`Deal` or its text) to the end and return a :class:`GameResult`.
 
     ``max_cards``/``max_tricks`` set the agreed limit (``docs/RULES.md``): once that many
@@ -165,8 +171,9 @@ class _Batch:
             key = checks.seed(seed)
 
             def play_range(lo, hi, results, states, progress):
-                core.finish_shuffled(key, lo, max_cards, max_tricks, detect_cycles, results, states, progress,
-                                     core.CALL_BUDGET)
+                core.finish_shuffled(
+                    key, lo, max_cards, max_tricks, detect_cycles, results, states, progress, core.CALL_BUDGET
+                )
 
             return cls(n_games, n_players, core.capacity_for(core.DECK_SIZE), play_range)
         cards, sizes = _deals_arrays(deals_or_count)
@@ -174,8 +181,17 @@ class _Batch:
             raise ValueError(f"n_players={n_players} but the deals have {sizes.shape[1]} players")
 
         def play_range(lo, hi, results, states, progress):
-            core.finish_dealt(cards[lo:hi], sizes[lo:hi], max_cards, max_tricks, detect_cycles, results, states,
-                              progress, core.CALL_BUDGET)
+            core.finish_dealt(
+                cards[lo:hi],
+                sizes[lo:hi],
+                max_cards,
+                max_tricks,
+                detect_cycles,
+                results,
+                states,
+                progress,
+                core.CALL_BUDGET,
+            )
 
         return cls(len(sizes), sizes.shape[1], core.capacity_for(int(sizes.sum(axis=1).max(initial=1))), play_range)
 
@@ -240,8 +256,11 @@ def simulate(
     """
     batch = _Batch.of(deals_or_count, n_players, seed, max_cards, max_tricks, detect_cycles)
     itemsize = core.result_dtype(batch.n_players).itemsize
-    checks.memory(batch.n_games * itemsize, f"the results of {batch.n_games:,} games",
-                  "play fewer games, or summarise them block by block with simulate_blocks()")
+    checks.memory(
+        batch.n_games * itemsize,
+        f"the results of {batch.n_games:,} games",
+        "play fewer games, or summarise them block by block with simulate_blocks()",
+    )
     results = core.new_results(batch.n_games, batch.n_players)
     for _ in batch.blocks(batch.n_games or 1, threads, progress, results):
         pass

@@ -143,8 +143,13 @@ def serial_and_parallel(function):
     serial one). numba keys its cache by a function's name, not by its build options, so
     the parallel build is made from a twin with its own name: else either build could
     load the other's cached code."""
-    twin = FunctionType(function.__code__, function.__globals__, function.__name__ + "_parallel",
-                        function.__defaults__, function.__closure__)
+    twin = FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__ + "_parallel",
+        function.__defaults__,
+        function.__closure__,
+    )
     twin.__qualname__ = function.__qualname__ + "_parallel"
     return jit(function), jit(parallel=True)(twin)
 

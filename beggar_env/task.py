@@ -157,8 +157,17 @@ SETTINGS_DTYPE = np.dtype(
 class EnvConfig:
     """The options of ``Beggar-v0``, its vector env and the datasets, checked once."""
 
-    def __init__(self, n_players=2, step_unit="card", observation="public", forecast="label", reward="accuracy",
-                 max_cards=None, render_mode=None, render_modes=()):
+    def __init__(
+        self,
+        n_players=2,
+        step_unit="card",
+        observation="public",
+        forecast="label",
+        reward="accuracy",
+        max_cards=None,
+        render_mode=None,
+        render_modes=(),
+    ):
         self.n_players = checks.n_players(n_players)
         self.step_unit = checks.choice("step_unit", step_unit, STEP_UNITS)
         self.observation = checks.choice("observation", observation, OBSERVATIONS)

@@ -46,17 +46,30 @@ class BeggarVectorEnv(VectorEnv):
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs=1, n_players=2, step_unit="card", observation="public", forecast="label",
-                 reward="accuracy", max_cards=None, render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP):
+    def __init__(
+        self,
+        num_envs=1,
+        n_players=2,
+        step_unit="card",
+        observation="public",
+        forecast="label",
+        reward="accuracy",
+        max_cards=None,
+        render_mode=None,
+        autoreset_mode=AutoresetMode.NEXT_STEP,
+    ):
         num_envs = checks.integer("num_envs", num_envs, 1)
         if not isinstance(autoreset_mode, AutoresetMode):
             checks.choice("autoreset_mode", autoreset_mode, [mode.value for mode in AutoresetMode])
             autoreset_mode = AutoresetMode(autoreset_mode)
         if render_mode is not None and not isinstance(render_mode, str):
-            raise TypeError(f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, "
-                            f"not {type(render_mode).__name__}")
-        self.config = task.EnvConfig(n_players, step_unit, observation, forecast, reward, max_cards, render_mode,
-                                     RENDER_MODES)
+            raise TypeError(
+                f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, "
+                f"not {type(render_mode).__name__}"
+            )
+        self.config = task.EnvConfig(
+            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES
+        )
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.autoreset_mode = autoreset_mode
@@ -68,7 +81,8 @@ class BeggarVectorEnv(VectorEnv):
         self.single_action_space = self.config.action_space()
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(
-            self.num_envs, self.config.n_players)
+            self.num_envs, self.config.n_players
+        )
         self._arrays = (self._states, self._ahead, self._progress, self._results, self._envs)
         self._final_results = np.zeros_like(self._results)
         self._obs = np.zeros((self.num_envs, self.config.layout.size), np.int32)
@@ -121,15 +135,15 @@ class BeggarVectorEnv(VectorEnv):
 
     def _deal(self, deals, mask, obs):
         if isinstance(deals, str) or not isinstance(deals, (Sequence, np.ndarray)):
-            raise TypeError(f"options['deals'] must be a list of {self.num_envs} deals (one per env), "
-                            f"not {type(deals).__name__}")
+            raise TypeError(
+                f"options['deals'] must be a list of {self.num_envs} deals (one per env), not {type(deals).__name__}"
+            )
         if len(deals) != self.num_envs:
             raise ValueError(f"options['deals'] must give one deal per env ({self.num_envs}), got {len(deals)}")
         c = self.config
         chosen = {i: c.check_deal(deals[i]) for i in np.flatnonzero(mask)}  # all checked before any is dealt
         for i, deal in chosen.items():
-            task.reset_dealt(*self._arrays, i, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings,
-                             obs)
+            task.reset_dealt(*self._arrays, i, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, obs)
 
     # ------------------------------------------------------------------- step
 
@@ -173,8 +187,12 @@ class BeggarVectorEnv(VectorEnv):
             "_tricks": ended.copy(),
             **task.end_info(self._final_results, ended),
         }
-        return {"final_obs": final_obs, "_final_obs": ended.copy(), "final_info": final_info,
-                "_final_info": ended.copy()}
+        return {
+            "final_obs": final_obs,
+            "_final_obs": ended.copy(),
+            "final_info": final_info,
+            "_final_info": ended.copy(),
+        }
 
     # ----------------------------------------------------------------- render
 

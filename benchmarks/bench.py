@@ -151,8 +151,7 @@ class Context:
         """
         from beggar_env import random_deals
         from beggar_env.core import CLASS_OF_CARD_ID
-        from beggar_env.deals import shuffled_decks
-        from beggar_env.deals import pack_deals
+        from beggar_env.deals import pack_deals, shuffled_decks
 
         n, seed, n_players = self.args.games, self.args.seed, 2
         classes = CLASS_OF_CARD_ID[shuffled_decks(n, seed)]
@@ -236,7 +235,9 @@ class Context:
             "cards": np.empty(n, np.int64),
             "tricks": np.empty(n, np.int64),
         }
-        lib.play_many(n, n_players, cards, cards.shape[1], sizes, out["outcome"], out["winner"], out["cards"], out["tricks"])
+        lib.play_many(
+            n, n_players, cards, cards.shape[1], sizes, out["outcome"], out["winner"], out["cards"], out["tricks"]
+        )
         return out
 
 
@@ -319,7 +320,11 @@ def bench_throughput(ctx):
 
     contenders = {
         "engine, 1 thread": (lambda: beggar_env.simulate((cards, sizes), threads=1), None, True),
-        f"engine, {all_threads} threads": (lambda: beggar_env.simulate((cards, sizes), threads=all_threads), None, True),
+        f"engine, {all_threads} threads": (
+            lambda: beggar_env.simulate((cards, sizes), threads=all_threads),
+            None,
+            True,
+        ),
     }
     lib = ctx.clib
     c_threads = None
@@ -376,7 +381,8 @@ def bench_throughput(ctx):
     outcomes = np.bincount(want["outcome"], minlength=4)
     print(
         f"games: {outcomes[1]:,} won, {outcomes[2]:,} cycles; mean {want['cards'].mean():.1f} cards, "
-        f"{want['tricks'].mean():.1f} tricks (cards/s counts the cards of each result: a cycle's up to its first repeat)"
+        f"{want['tricks'].mean():.1f} tricks "
+        "(cards/s counts the cards of each result: a cycle's up to its first repeat)"
     )
     print(f"agreement (outcome, winner, cards, tricks on every game each played): {'ok' if agree else 'FAILED'}")
 
@@ -386,15 +392,25 @@ def bench_throughput(ctx):
     def ratio(label, a, b, target=None):
         if a in rate and b in rate:
             r = rate[a] / rate[b]
-            ratio_rows.append([label, f"{r:,.2f}", "" if target is None else f">= {target}",
-                               "" if target is None else verdict(r, target)])
+            ratio_rows.append(
+                [
+                    label,
+                    f"{r:,.2f}",
+                    "" if target is None else f">= {target}",
+                    "" if target is None else verdict(r, target),
+                ]
+            )
         else:
             ratio_rows.append([label, "skipped", "" if target is None else f">= {target}", ""])
 
     ratio("engine 1 thread / C 1 thread", engine_name, "C, 1 thread", 0.9)
     ratio(f"engine {all_threads} threads / C 1 thread", f"engine, {all_threads} threads", "C, 1 thread", 1.7)
     if c_threads and c_threads > 1:
-        ratio(f"engine {all_threads} threads / C {c_threads} threads", f"engine, {all_threads} threads", f"C, {c_threads} threads")
+        ratio(
+            f"engine {all_threads} threads / C {c_threads} threads",
+            f"engine, {all_threads} threads",
+            f"C, {c_threads} threads",
+        )
     ratio("engine 1 thread / pure Python", engine_name, "pure Python")
     print()
     table(["ratio (games/s)", "value", "target", ""], ratio_rows, ["<", ">", "<", "<"])
@@ -405,7 +421,10 @@ def bench_throughput(ctx):
     print(f"numba threading layer: {numba.threading_layer()}")
 
     mean_cards = float(want["cards"].mean())
-    line = f"engine: {fmt_rate(rate[engine_name])} games/s ({fmt_rate(rate[engine_name] * mean_cards)} cards/s) on 1 thread"
+    line = (
+        f"engine: {fmt_rate(rate[engine_name])} games/s ({fmt_rate(rate[engine_name] * mean_cards)} cards/s) "
+        "on 1 thread"
+    )
     line += f", {fmt_rate(rate[f'engine, {all_threads} threads'])} games/s on {all_threads} threads"
     if "C, 1 thread" in rate:
         line += f"; {rate[engine_name] / rate['C, 1 thread']:.2f}x the C reference (1 thread each)"
@@ -484,8 +503,9 @@ def register_trivial_env():
             self.action_space = copy.deepcopy(action_space)
             self.observation_space.seed(0)
             # As arrays, like Beggar-v0's: Box.sample() gives numpy scalars for shape ().
-            self._sample = {k: np.array(v, self.observation_space[k].dtype)
-                            for k, v in self.observation_space.sample().items()}
+            self._sample = {
+                k: np.array(v, self.observation_space[k].dtype) for k, v in self.observation_space.sample().items()
+            }
 
         def _observation(self):
             return {k: v.copy() for k, v in self._sample.items()}
@@ -540,10 +560,15 @@ def bench_env(ctx):
     )
     ratio = rate["Beggar-v0"] / rate["Trivial-v0 (does nothing)"]
     print()
-    table(["ratio (steps/s)", "value", "target", ""],
-          [["Beggar-v0 / Trivial-v0", f"{ratio:.2f}", ">= 0.7", verdict(ratio, 0.70)]], ["<", ">", "<", "<"])
-    print("(Trivial-v0: Beggar-v0's spaces; reset/step return copies of one fixed sample, reward 0.0, never ending;"
-          " both step with action_space.sample() as benchmark_step does)")
+    table(
+        ["ratio (steps/s)", "value", "target", ""],
+        [["Beggar-v0 / Trivial-v0", f"{ratio:.2f}", ">= 0.7", verdict(ratio, 0.70)]],
+        ["<", ">", "<", "<"],
+    )
+    print(
+        "(Trivial-v0: Beggar-v0's spaces; reset/step return copies of one fixed sample, reward 0.0, never ending;"
+        " both step with action_space.sample() as benchmark_step does)"
+    )
     ctx.figure(
         f"Beggar-v0 single env: {rate['Beggar-v0'] / 1e3:,.0f} k steps/s (gymnasium benchmark_step), "
         f"{ratio:.2f}x a do-nothing env with the same spaces ({rate['Trivial-v0 (does nothing)'] / 1e3:,.0f} k steps/s)"
@@ -614,24 +639,51 @@ def bench_vector(ctx):
             rounds,
         )
         rate[n] = {"native": native_steps * n / best["native"][0], "sync": sync_steps * n / best["sync"][0]}
-        rows.append([
-            f"{n:,}", f"{native_steps:,}", fmt_rate(rate[n]["native"]), f"{sync_steps:,}", fmt_rate(rate[n]["sync"]),
-            f"{rate[n]['native'] / rate[n]['sync']:,.1f}x", f"{sync_make:.1f}",
-        ])
+        rows.append(
+            [
+                f"{n:,}",
+                f"{native_steps:,}",
+                fmt_rate(rate[n]["native"]),
+                f"{sync_steps:,}",
+                fmt_rate(rate[n]["sync"]),
+                f"{rate[n]['native'] / rate[n]['sync']:,.1f}x",
+                f"{sync_make:.1f}",
+            ]
+        )
         native.close()
         sync.close()
-        del native, sync
+        native = sync = None  # free them before the next size
         gc.collect()
-    table(["num_envs", "native steps", "native env-steps/s", "Sync steps", "Sync env-steps/s", "native/Sync",
-           "Sync make s"], rows)
-    print(f"(native: gym.make_vec -> {native_class}; Sync: gymnasium.vector.SyncVectorEnv over gym.make('Beggar-v0');"
-          " steps = vector steps per timed round, env-steps = steps x num_envs, autoresets included)")
+    table(
+        [
+            "num_envs",
+            "native steps",
+            "native env-steps/s",
+            "Sync steps",
+            "Sync env-steps/s",
+            "native/Sync",
+            "Sync make s",
+        ],
+        rows,
+    )
+    print(
+        f"(native: gym.make_vec -> {native_class}; Sync: gymnasium.vector.SyncVectorEnv over gym.make('Beggar-v0');"
+        " steps = vector steps per timed round, env-steps = steps x num_envs, autoresets included)"
+    )
     top, mid = sizes[-1], 1024
     target_rows = [
-        [f"native env-steps/s at {top:,} envs", fmt_rate(rate[top]["native"]), ">= 10.0 M",
-         verdict(rate[top]["native"], 10e6)],
-        [f"native/Sync at {mid:,} envs", f"{rate[mid]['native'] / rate[mid]['sync']:,.1f}x", ">= 50x",
-         verdict(rate[mid]["native"] / rate[mid]["sync"], 50)],
+        [
+            f"native env-steps/s at {top:,} envs",
+            fmt_rate(rate[top]["native"]),
+            ">= 10.0 M",
+            verdict(rate[top]["native"], 10e6),
+        ],
+        [
+            f"native/Sync at {mid:,} envs",
+            f"{rate[mid]['native'] / rate[mid]['sync']:,.1f}x",
+            ">= 50x",
+            verdict(rate[mid]["native"] / rate[mid]["sync"], 50),
+        ],
     ]
     print()
     table(["target", "value", "target", ""], target_rows, ["<", ">", "<", "<"])
@@ -653,8 +705,10 @@ def bench_dataset(ctx):
     rounds = min(ctx.args.repeats, 3)
     all_threads = ctx.numba_threads
     kwargs = dict(n_players=2, observation="public", samples="card", seed=1)
-    section(f"dataset: datasets.generate({n_games:,} games, {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}),"
-            f" best of {rounds}")
+    section(
+        f"dataset: datasets.generate({n_games:,} games, {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}),"
+        f" best of {rounds}"
+    )
     try:
         from beggar_env import datasets
 
@@ -696,19 +750,24 @@ def bench_dataset(ctx):
     counts = {name: set(runs) for name, (_, _, runs) in best.items()}
     for name, (seconds, count, _) in best.items():
         rate[name] = count / seconds
-        rows.append([name, f"{n_games:,}", f"{count:,}", f"{seconds:.3f}", fmt_rate(rate[name]),
-                     fmt_rate(n_games / seconds)])
+        rows.append(
+            [name, f"{n_games:,}", f"{count:,}", f"{seconds:.3f}", fmt_rate(rate[name]), fmt_rate(n_games / seconds)]
+        )
     table(["threads", "games", "samples", "best s", "samples/s", "games/s"], rows)
     if len(set().union(*counts.values())) > 1:
         print(f"note: the sample counts differ between runs: {counts}")
     if nbytes.get(n_games):
-        print(f"observations: {nbytes[n_games] / 2**20:,.0f} MiB per dataset "
-              f"({nbytes[n_games] / best['1 thread'][1]:.0f} bytes a sample); one dataset alive at a time")
+        print(
+            f"observations: {nbytes[n_games] / 2**20:,.0f} MiB per dataset "
+            f"({nbytes[n_games] / best['1 thread'][1]:.0f} bytes a sample); one dataset alive at a time"
+        )
     top = f"{all_threads} threads" if all_threads > 1 else "1 thread"
     print()
-    table(["target", "value", "target", ""],
-          [[f"samples/s on {top}", fmt_rate(rate[top]), ">= 5.0 M", verdict(rate[top], 5e6)]],
-          ["<", ">", "<", "<"])
+    table(
+        ["target", "value", "target", ""],
+        [[f"samples/s on {top}", fmt_rate(rate[top]), ">= 5.0 M", verdict(rate[top], 5e6)]],
+        ["<", ">", "<", "<"],
+    )
     line = f"datasets.generate (public, one sample per card): {fmt_rate(rate[top])} samples/s on {top}"
     if all_threads > 1:
         line += f", {fmt_rate(rate['1 thread'])} on 1 thread"
@@ -737,7 +796,9 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument("--seed", type=int, default=20240501, help="seed of the random deals")
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 5; --quick: 2)")
-    parser.add_argument("--python-games", type=int, default=None, help="games for pure Python (default 2000; --quick: 200)")
+    parser.add_argument(
+        "--python-games", type=int, default=None, help="games for pure Python (default 2000; --quick: 200)"
+    )
     parser.add_argument("--python-repeats", type=int, default=None, help="timed rounds for pure Python (default: all)")
     args = parser.parse_args(argv)
     if args.list:

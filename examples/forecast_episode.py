@@ -1,6 +1,6 @@
 """Play one Beggar-v0 episode with a simple forecaster and show the table as text.
 
-    python examples/forecast_episode.py [seed]
+python examples/forecast_episode.py [seed]
 """
 
 import sys
@@ -19,8 +19,9 @@ def main(seed=42):
         obs, reward, terminated, truncated, info = env.step(action)
         total += reward
     print(env.render())
-    print(f"accuracy {total / info['cards']:.2f} over {info['cards']} steps; "
-          f"{info['outcome']} for seat {info['winner']}")
+    print(
+        f"accuracy {total / info['cards']:.2f} over {info['cards']} steps; {info['outcome']} for seat {info['winner']}"
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,14 @@ def features(data):
     f = data.fields
     pile = f["pile"]
     courts = np.stack([(pile == c).sum(axis=1) for c in (1, 2, 3, 4)], axis=1)
-    columns = [f["hand_sizes"] / 52, courts / 4, f["owed"][:, None] / 4,
-               (f["court"] == 0)[:, None], (f["turn"] == 0)[:, None], np.ones((len(data), 1))]
+    columns = [
+        f["hand_sizes"] / 52,
+        courts / 4,
+        f["owed"][:, None] / 4,
+        (f["court"] == 0)[:, None],
+        (f["turn"] == 0)[:, None],
+        np.ones((len(data), 1)),
+    ]
     return np.hstack(columns).astype(np.float64)
 
 
@@ -35,7 +41,7 @@ def main(n_games=20_000):
     train = datasets.generate(n_games, samples=8, seed=1)
     test = datasets.generate(n_games // 4, samples=8, seed=2)
     w = fit_logistic(features(train), (train.winner == 0).astype(float))
-    hit = ((features(test) @ w > 0) == (test.winner == 0))
+    hit = (features(test) @ w > 0) == (test.winner == 0)
     print(f"{len(train):,} training samples, {len(test):,} test samples; accuracy {hit.mean():.3f}")
     for low in (0.0, 0.25, 0.5, 0.75):
         part = (test.progress >= low) & (test.progress < low + 0.25)

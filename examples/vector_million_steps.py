@@ -1,6 +1,6 @@
 """A random forecaster for a million steps of the native vector env.
 
-    python examples/vector_million_steps.py [num_envs]
+python examples/vector_million_steps.py [num_envs]
 """
 
 import sys
@@ -25,8 +25,10 @@ def main(num_envs=4096, total_steps=1_000_000):
         rewards += reward.sum()
         episodes += terminated.sum()
     seconds = time.perf_counter() - started
-    print(f"{steps * num_envs:,} env-steps in {seconds:.2f} s ({steps * num_envs / seconds / 1e6:.1f} M/s); "
-          f"{episodes:,} episodes; a random forecaster's accuracy {rewards / (steps * num_envs):.3f}")
+    print(
+        f"{steps * num_envs:,} env-steps in {seconds:.2f} s ({steps * num_envs / seconds / 1e6:.1f} M/s); "
+        f"{episodes:,} episodes; a random forecaster's accuracy {rewards / (steps * num_envs):.3f}"
+    )
 
 
 if __name__ == "__main__":

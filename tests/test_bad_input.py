@@ -19,12 +19,25 @@ MAX = 2**63 - 1
 # ------------------------------------------------------------------ limits
 
 
-@pytest.mark.parametrize("value, error", [(2**63, ValueError), (2**64, ValueError), (2**70, ValueError),
-                                          (-1, ValueError), (1.5, TypeError), (True, TypeError), ("9", TypeError)])
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        (2**63, ValueError),
+        (2**64, ValueError),
+        (2**70, ValueError),
+        (-1, ValueError),
+        (1.5, TypeError),
+        (True, TypeError),
+        ("9", TypeError),
+    ],
+)
 @pytest.mark.parametrize("name", ["max_cards", "max_tricks"])
 def test_every_limit_is_checked_with_its_range(name, value, error):
-    for call in (lambda: beggar_env.simulate(10, **{name: value}), lambda: beggar_env.play(KLEBER, **{name: value}),
-                 lambda: beggar_env.trace(KLEBER, **{name: value})):
+    for call in (
+        lambda: beggar_env.simulate(10, **{name: value}),
+        lambda: beggar_env.play(KLEBER, **{name: value}),
+        lambda: beggar_env.trace(KLEBER, **{name: value}),
+    ):
         with pytest.raises(error, match=name) as raised:
             call()
         if error is ValueError:
@@ -94,8 +107,9 @@ def test_seeds_out_of_range_are_refused_everywhere(seed):
 # ------------------------------------------------------------- render modes
 
 
-@pytest.mark.parametrize("mode, error", [(1, TypeError), (b"ansi", TypeError), ("human", ValueError),
-                                         ("rgb", ValueError)])
+@pytest.mark.parametrize(
+    "mode, error", [(1, TypeError), (b"ansi", TypeError), ("human", ValueError), ("rgb", ValueError)]
+)
 def test_render_modes_are_named(mode, error):
     with pytest.raises(error, match="render_mode") as raised:
         gym.make("Beggar-v0", render_mode=mode)
@@ -109,8 +123,12 @@ def test_render_modes_are_named(mode, error):
 
 def test_error_messages_quote_a_bounded_excerpt():
     huge = "-" * 10**6 + "X/-"
-    for call in (lambda: beggar_env.parse_deal(huge), lambda: beggar_env.parse_deal("-/" * 10**6),
-                 lambda: beggar_env.simulate([huge]), lambda: beggar_env.parse_deal("Q" * 10**6 + " 2/-")):
+    for call in (
+        lambda: beggar_env.parse_deal(huge),
+        lambda: beggar_env.parse_deal("-/" * 10**6),
+        lambda: beggar_env.simulate([huge]),
+        lambda: beggar_env.parse_deal("Q" * 10**6 + " 2/-"),
+    ):
         with pytest.raises(ValueError) as raised:
             call()
         assert len(str(raised.value)) < 300, str(raised.value)[:300]
@@ -137,8 +155,12 @@ def test_bulk_parsing_gives_the_same_deals_and_the_same_errors_as_parsing_one_by
     assert (beggar_env.simulate(compact).cards == beggar_env.simulate(300, n_players=3, seed=5).cards).all()
     mixed = compact[:3] + [" " + compact[3].lower() + " "]  # valid, but not plain: parsed one by one
     assert np.array_equal(pack_deals(mixed)[0], pack_deals(compact[:4])[0])
-    for bad, message in ((compact[:5] + ["-X/--/-"], "seat 0, card 2"), (compact[:5] + ["-/-"], "deal 5 has 2"),
-                         (compact[:2] + ["AAAAA/-/-"], "a fifth A"), (["--//-/-/-"], "2 to 4 players")):
+    for bad, message in (
+        (compact[:5] + ["-X/--/-"], "seat 0, card 2"),
+        (compact[:5] + ["-/-"], "deal 5 has 2"),
+        (compact[:2] + ["AAAAA/-/-"], "a fifth A"),
+        (["--//-/-/-"], "2 to 4 players"),
+    ):
         with pytest.raises(ValueError, match=message):
             pack_deals(bad)
 
@@ -160,7 +182,7 @@ def test_simulate_blocks_summarise_in_constant_memory_what_simulate_returns():
     tracemalloc.start()
     summary = Summary(3)
     for first, block in beggar_env.simulate_blocks(n, n_players=3, seed=9, block_games=1 << 14):
-        assert (block.cards == whole.cards[first:first + len(block)]).all()
+        assert (block.cards == whole.cards[first : first + len(block)]).all()
         summary.add(block)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -191,8 +213,9 @@ def test_every_observation_field_round_trips_from_the_state(n_players, observati
             task.write_observation(s, row, settings[0])
             f = layout.split(row)
             held = [int(n) for n in s.held]
-            hands = [[int(s.hands[p, (int(s.head[p]) + k) % len(s.pile)]) for k in range(held[p])]
-                     for p in range(n_players)]
+            hands = [
+                [int(s.hands[p, (int(s.head[p]) + k) % len(s.pile)]) for k in range(held[p])] for p in range(n_players)
+            ]
             assert f["hand_sizes"].tolist() == held
             assert f["pile"].tolist() == [int(c) for c in s.pile[: s.pile_len]] + [-1] * (52 - s.pile_len)
             assert (f["pile_size"], f["turn"], f["owed"], f["court"]) == (s.pile_len, s.turn, s.owed, s.court)

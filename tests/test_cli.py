@@ -14,9 +14,7 @@ CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"
 
 
 def beggar(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_play_reports_the_record_game():
@@ -42,7 +40,10 @@ def test_play_json_matches_the_api():
     expected = beggar_env.play(deal, max_cards=60)
     assert out["outcome"] == expected.outcome and out["winner"] == expected.winner
     assert (out["cards"], out["tricks"], tuple(out["hand_sizes"])) == (
-        expected.cards, expected.tricks, expected.hand_sizes)
+        expected.cards,
+        expected.tricks,
+        expected.hand_sizes,
+    )
 
 
 def test_trace_accounts_for_every_trick():
@@ -128,11 +129,14 @@ def test_dataset_command_saves_what_the_api_generates(tmp_path):
     np.testing.assert_array_equal(saved.winner, expected.winner)
 
 
-@pytest.mark.parametrize("args, word", [
-    (["dataset", "--games", "5", "--samples", "all", "--out", "x.npz"], "--samples"),
-    (["dataset", "--games", "5"], "--out"),
-    (["dataset", "--games", "5", "--observation", "secret", "--out", "x.npz"], "--observation"),
-])
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["dataset", "--games", "5", "--samples", "all", "--out", "x.npz"], "--samples"),
+        (["dataset", "--games", "5"], "--out"),
+        (["dataset", "--games", "5", "--observation", "secret", "--out", "x.npz"], "--observation"),
+    ],
+)
 def test_dataset_bad_input(args, word):
     run = beggar(*args)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr
@@ -141,12 +145,15 @@ def test_dataset_bad_input(args, word):
 # ------------------------------------------------------------- issue 7 items
 
 
-@pytest.mark.parametrize("args", [
-    ["play", KLEBER, "--max-cards", "9223372036854775808"],
-    ["play", KLEBER, "--max-tricks", "18446744073709551616"],
-    ["simulate", "--games", "10", "--max-cards", "9223372036854775808"],
-    ["dataset", "--games", "10", "--max-cards", "99999999999999999999", "--out", "x.npz"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["play", KLEBER, "--max-cards", "9223372036854775808"],
+        ["play", KLEBER, "--max-tricks", "18446744073709551616"],
+        ["simulate", "--games", "10", "--max-cards", "9223372036854775808"],
+        ["dataset", "--games", "10", "--max-cards", "99999999999999999999", "--out", "x.npz"],
+    ],
+)
 def test_limits_beyond_the_engine_are_refused_in_one_line(args):
     run = beggar(*args)
     assert run.returncode == 2 and run.stdout == ""
@@ -181,8 +188,9 @@ def test_memory_beyond_what_is_available_is_refused_in_one_line(monkeypatch, cap
     from beggar_env import checks, cli
 
     monkeypatch.setattr(checks, "available_memory", lambda: 2**20)
-    assert cli.main(["dataset", "--games", "2000", "--seed", "1", "--out", str(tmp_path / "d.npz"),
-                     "--no-progress"]) == 2
+    assert (
+        cli.main(["dataset", "--games", "2000", "--seed", "1", "--out", str(tmp_path / "d.npz"), "--no-progress"]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs" in err[0] and "MiB" in err[0] and "fewer" in err[0]
     assert cli.main(["simulate", "--games", "100000", "--seed", "1", "--json", "--no-progress"]) == 2

@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-
 from beggar_env import core
 
 
@@ -41,8 +40,9 @@ def test_the_engine_runs_as_plain_python_with_the_jit_disabled():
         "print(json.dumps([[x.outcome, x.winner, x.cards, x.tricks] for x in r] + [s.cards.tolist()]))"
     )
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    plain = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
-                           env=env, timeout=300)
+    plain = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert plain.returncode == 0, plain.stderr
     compiled = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert compiled.returncode == 0, compiled.stderr
@@ -58,9 +58,13 @@ def test_packed_deals_are_checked():
 
     cards, sizes = pack_deals(["-A/-----", "J--/-J-"])
     assert beggar_env.simulate((cards, sizes)).cards.tolist() == [7, 8]
-    for bad, word in (((cards, sizes * 3), "width of cards"), ((cards + 9, sizes), "card classes"),
-                      ((cards[0], sizes), "n_games"), ((cards, sizes * 0), "at least one card"),
-                      ((cards[:, :1], sizes[:, :1]), "n_players")):
+    for bad, word in (
+        ((cards, sizes * 3), "width of cards"),
+        ((cards + 9, sizes), "card classes"),
+        ((cards[0], sizes), "n_games"),
+        ((cards, sizes * 0), "at least one card"),
+        ((cards[:, :1], sizes[:, :1]), "n_players"),
+    ):
         with pytest.raises(ValueError, match=word):
             beggar_env.simulate(bad)
 

@@ -20,8 +20,10 @@ def env_observations(deal, **options):
     return np.array(rows, np.int32)
 
 
-@pytest.mark.parametrize("n_players, samples, observation",
-                         [(2, "card", "public"), (3, "trick", "full"), (4, "card", "full"), (2, "trick", "public")])
+@pytest.mark.parametrize(
+    "n_players, samples, observation",
+    [(2, "card", "public"), (3, "trick", "full"), (4, "card", "full"), (2, "trick", "public")],
+)
 def test_samples_are_the_env_observations_of_the_same_deals(n_players, samples, observation):
     data = datasets.generate(12, n_players=n_players, samples=samples, observation=observation, seed=4)
     deals = beggar_env.random_deals(12, n_players, seed=4)
@@ -59,8 +61,9 @@ def test_random_points_are_decision_points_of_their_game():
 def test_the_limit_applies_like_in_the_env():
     data = datasets.generate(30, samples="trick", seed=6, max_cards=40)
     deal = beggar_env.random_deals(30, seed=6)[3]
-    np.testing.assert_array_equal(data.observations[data.game == 3],
-                                  env_observations(deal, step_unit="trick", max_cards=40))
+    np.testing.assert_array_equal(
+        data.observations[data.game == 3], env_observations(deal, step_unit="trick", max_cards=40)
+    )
     assert (data.game_cards <= 40).all() and (data.outcome[data.game_cards == 40] == 3).all()
 
 
@@ -83,10 +86,17 @@ def test_save_and_load_round_trip(tmp_path):
     assert back.fields["hands"].shape == (len(data), 4, 52)
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"samples": "hand"}, "samples"), ({"samples": 0}, "samples"), ({"n_players": 5}, "n_players"),
-    ({"observation": "x"}, "observation"), ({"max_cards": -2}, "max_cards"), ({"threads": 0}, "threads"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"samples": "hand"}, "samples"),
+        ({"samples": 0}, "samples"),
+        ({"n_players": 5}, "n_players"),
+        ({"observation": "x"}, "observation"),
+        ({"max_cards": -2}, "max_cards"),
+        ({"threads": 0}, "threads"),
+    ],
+)
 def test_bad_arguments_raise_clear_errors(kwargs, word):
     with pytest.raises(ValueError, match=word):
         datasets.generate(5, **kwargs)

@@ -10,11 +10,11 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import require_vector
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import FlattenObservation, RecordEpisodeStatistics
 
 import beggar_env
-from conftest import require_vector
 
 BEST_REWARD = {"accuracy": 1.0, "brier": 0.0, "log": 0.0}
 
@@ -36,12 +36,27 @@ def true_label(result, n_players):
 
 @pytest.mark.parametrize(
     "n_players, step_unit, observation, forecast, reward, render_mode",
-    list(itertools.product((2, 3, 4), ("card", "trick"), ("public", "full"), ("label", "probs"),
-                           ("accuracy", "brier", "log"), (None, "ansi", "rgb_array"))),
+    list(
+        itertools.product(
+            (2, 3, 4),
+            ("card", "trick"),
+            ("public", "full"),
+            ("label", "probs"),
+            ("accuracy", "brier", "log"),
+            (None, "ansi", "rgb_array"),
+        )
+    ),
 )
 def test_check_env_passes_for_every_combination(n_players, step_unit, observation, forecast, reward, render_mode):
-    env = gym.make("Beggar-v0", n_players=n_players, step_unit=step_unit, observation=observation,
-                   forecast=forecast, reward=reward, render_mode=render_mode)
+    env = gym.make(
+        "Beggar-v0",
+        n_players=n_players,
+        step_unit=step_unit,
+        observation=observation,
+        forecast=forecast,
+        reward=reward,
+        render_mode=render_mode,
+    )
     check_env(env.unwrapped, skip_render_check=render_mode is None)
     obs, _ = env.reset(seed=1)
     assert env.observation_space.contains(obs)
@@ -71,12 +86,23 @@ def test_every_vector_replays_exactly_and_the_truth_earns_the_best_reward(vector
             steps = run_episode(env, lambda obs, info: action, options={"deal": vector["deal"]})
             final = steps[-1][3]
             assert (final["outcome"], final["cards"], final["tricks"]) == (
-                vector["outcome"], vector["cards"], vector["tricks"])
+                vector["outcome"],
+                vector["cards"],
+                vector["tricks"],
+            )
             assert final["winner"] == (-1 if vector["winner"] is None else vector["winner"])
             if vector["outcome"] == "cycle":
-                assert (final["cycle_start_cards"], final["cycle_start_tricks"], final["cycle_cards"],
-                        final["cycle_tricks"]) == (vector["cycle_start_cards"], vector["cycle_start_tricks"],
-                                                   vector["cycle_cards"], vector["cycle_tricks"])
+                assert (
+                    final["cycle_start_cards"],
+                    final["cycle_start_tricks"],
+                    final["cycle_cards"],
+                    final["cycle_tricks"],
+                ) == (
+                    vector["cycle_start_cards"],
+                    vector["cycle_start_tricks"],
+                    vector["cycle_cards"],
+                    vector["cycle_tricks"],
+                )
             assert all(r == BEST_REWARD[reward] for _, r, _, _ in steps[1:])
             if step_unit == "card":
                 assert len(steps) - 1 == vector["cards"]
@@ -110,10 +136,10 @@ def test_the_observation_follows_the_game():
         assert int(obs["cards"]) == int(previous["cards"]) + 1 == info["cards"]
         assert obs["hand_sizes"].sum() + obs["pile_size"] == 52
         pile = obs["pile"]
-        assert (pile[: obs["pile_size"]] >= 0).all() and (pile[obs["pile_size"]:] == -1).all()
+        assert (pile[: obs["pile_size"]] >= 0).all() and (pile[obs["pile_size"] :] == -1).all()
         for seat in range(3):
             hand = obs["hands"][seat]
-            assert (hand[: obs["hand_sizes"][seat]] >= 0).all() and (hand[obs["hand_sizes"][seat]:] == -1).all()
+            assert (hand[: obs["hand_sizes"][seat]] >= 0).all() and (hand[obs["hand_sizes"][seat] :] == -1).all()
         if obs["pile_size"] > previous["pile_size"]:  # the card played is the top of the mover's hand
             assert pile[obs["pile_size"] - 1] == previous["hands"][previous["turn"]][0]
         if obs["owed"] > 0:
@@ -167,10 +193,17 @@ def trajectory(seed, **kwargs):
 def test_seeded_runs_are_identical_in_one_process_and_across_processes():
     assert trajectory(7) == trajectory(7)
     assert trajectory(7) != trajectory(8)
-    code = ("import json, sys; sys.path.insert(0, 'tests'); from test_env import trajectory; "
-            "print(json.dumps(trajectory(7)))")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    code = (
+        "import json, sys; sys.path.insert(0, 'tests'); from test_env import trajectory; "
+        "print(json.dumps(trajectory(7)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]),
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == json.loads(json.dumps(trajectory(7)))
 
@@ -264,24 +297,30 @@ def test_deals_given_as_deal_objects_and_rank_notation_play_exactly():
 
 
 def test_help_on_the_env_works_after_importing_the_package_alone():
-    code = ("import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.env.BeggarEnv, renderer=pydoc.plaintext); "
-            "print('## Observation space' in text and '## Version history' in text)")
+    code = (
+        "import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.env.BeggarEnv, renderer=pydoc.plaintext); "
+        "print('## Observation space' in text and '## Version history' in text)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr
 
 
 def test_rgb_array_without_pillow_says_how_to_install_it():
-    code = ("import sys; sys.modules['PIL'] = None; import gymnasium as gym, beggar_env\n"
-            "try:\n    gym.make('Beggar-v0', render_mode='rgb_array')\n"
-            "except ImportError as e:\n    print(e)\n"
-            "print(gym.make('Beggar-v0', render_mode='ansi').reset(seed=1)[0]['cards'])")
+    code = (
+        "import sys; sys.modules['PIL'] = None; import gymnasium as gym, beggar_env\n"
+        "try:\n    gym.make('Beggar-v0', render_mode='rgb_array')\n"
+        "except ImportError as e:\n    print(e)\n"
+        "print(gym.make('Beggar-v0', render_mode='ansi').reset(seed=1)[0]['cards'])"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "pip install 'beggar-env[render]'" in run.stdout and run.stdout.splitlines()[-1] == "0"
 
 
 def test_importing_the_package_does_not_import_gymnasium_and_registers_when_it_is():
-    code = ("import sys, beggar_env; beggar_env.play('-/-'); print('gymnasium' in sys.modules); "
-            "import gymnasium as gym; print(gym.make('Beggar-v0').unwrapped.config.n_players)")
+    code = (
+        "import sys, beggar_env; beggar_env.play('-/-'); print('gymnasium' in sys.modules); "
+        "import gymnasium as gym; print(gym.make('Beggar-v0').unwrapped.config.n_players)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.split() == ["False", "2"], run.stderr

@@ -11,8 +11,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(name, *args):
-    result = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

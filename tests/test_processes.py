@@ -21,13 +21,24 @@ CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"  # never ends
 
 
 def python(code, env=None, timeout=300, prefix=(), cwd=None):
-    return subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 def beggar_process(*args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "beggar_env.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "beggar_env.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 # ----------------------------------------------------------- fork and threads
@@ -48,7 +59,9 @@ def use(seed):
 
 
 def test_a_forked_child_uses_everything_the_parent_used():
-    code = USE_EVERYTHING + """
+    code = (
+        USE_EVERYTHING
+        + """
 import multiprocessing, os
 expected = [use(seed) for seed in (1, 2, 3)]
 with multiprocessing.get_context("fork").Pool(2) as pool:  # the default on Linux: what DataLoader workers do
@@ -59,6 +72,7 @@ if pid == 0:
 assert os.waitpid(pid, 0)[1] == 0
 print("ok", b.jit.numba.threading_layer())
 """
+    )
     run = python(code, timeout=240)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("ok")
@@ -66,7 +80,9 @@ print("ok", b.jit.numba.threading_layer())
 
 
 def test_threads_may_run_parallel_calls_at_once():
-    code = USE_EVERYTHING + """
+    code = (
+        USE_EVERYTHING
+        + """
 import threading
 expected = use(5)
 out = []
@@ -76,6 +92,7 @@ for t in threads: t.join()
 assert out == [expected] * 3, out
 print("ok")
 """
+    )
     run = python(code, timeout=240)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
 
@@ -108,8 +125,13 @@ def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
     import beggar_env as b
     print(b.play("-A--Q/----K-J").cards, b.simulate(30, seed=1).cards.sum())
     """
-    env = {"PYTHONPATH": str(site), "HOME": str(home), "NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(temporary),
-           "XDG_CACHE_HOME": str(home / ".cache")}
+    env = {
+        "PYTHONPATH": str(site),
+        "HOME": str(home),
+        "NUMBA_CACHE_DIR": str(cache),
+        "TMPDIR": str(temporary),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
     run = python(code, env=env, prefix=_read_only_runner(), cwd=home)  # not the checkout: its package is writable
     try:
         assert run.returncode == 0, run.stderr[-3000:]
@@ -152,12 +174,15 @@ def test_ctrl_c_stops_beggar_play_on_a_deal_that_never_ends():
     assert seconds < 1.5
 
 
-@pytest.mark.parametrize("call", [
-    "b.play(CASELLA, detect_cycles=False)",
-    "b.simulate([CASELLA, '-/-'] * 4, detect_cycles=False)",
-    "[None for _ in b.simulate_blocks(10**9)]",
-    "b.datasets.generate(10**7, samples=1)",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "b.play(CASELLA, detect_cycles=False)",
+        "b.simulate([CASELLA, '-/-'] * 4, detect_cycles=False)",
+        "[None for _ in b.simulate_blocks(10**9)]",
+        "b.datasets.generate(10**7, samples=1)",
+    ],
+)
 def test_ctrl_c_stops_compiled_runs_within_a_second(call):
     code = f"""
     import beggar_env as b
@@ -166,20 +191,27 @@ def test_ctrl_c_stops_compiled_runs_within_a_second(call):
     print("ready", flush=True)
     {call}
     """
-    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert process.stdout.readline().strip() == "ready"
     returncode, stderr, seconds = _interrupt(process, signal.SIGINT, 1.5)
     assert "KeyboardInterrupt" in stderr and returncode != 0
     assert seconds < 1.5
 
 
-@pytest.mark.parametrize("command", [["simulate", "--games", "1000000000"],
-                                     ["dataset", "--games", "3000000", "--out", "data.npz"]])
+@pytest.mark.parametrize(
+    "command", [["simulate", "--games", "1000000000"], ["dataset", "--games", "3000000", "--out", "data.npz"]]
+)
 def test_ctrl_c_stops_long_command_runs_and_leaves_no_file(tmp_path, command):
     beggar_env.simulate(10), beggar_env.datasets.generate(10)  # the cache is warm
-    process = subprocess.Popen([sys.executable, "-m", "beggar_env.cli", *command, "--seed", "1"], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "beggar_env.cli", *command, "--seed", "1"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     returncode, stderr, seconds = _interrupt(process, signal.SIGINT, 4)
     assert returncode == 130 and "beggar: interrupted" in stderr
     assert seconds < 1.5
@@ -190,8 +222,23 @@ def test_sigterm_keeps_an_earlier_results_file_whole(tmp_path):
     earlier = tmp_path / "runs.npz"
     np.savez(earlier, cards=np.arange(3))
     before = earlier.read_bytes()
-    process = subprocess.Popen([sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "20000000", "--seed",
-                                "2", "--out", str(earlier)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "beggar_env.cli",
+            "simulate",
+            "--games",
+            "20000000",
+            "--seed",
+            "2",
+            "--out",
+            str(earlier),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     returncode, stderr, _ = _interrupt(process, signal.SIGTERM, 4)
     assert returncode == 143 and "beggar: terminated" in stderr
     assert earlier.read_bytes() == before
@@ -219,12 +266,21 @@ def test_an_interrupted_save_leaves_the_earlier_file_and_no_partial_one(tmp_path
 
 
 def test_the_first_run_says_it_is_compiling(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
-                         capture_output=True, text=True, timeout=600, env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    run = subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
+    )
     assert run.returncode == 0, run.stderr
     assert "compiling the engine (once" in run.stderr
-    again = subprocess.run([sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
-                           capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    again = subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
+    )
     assert again.returncode == 0 and "compiling" not in again.stderr
     assert again.stdout.splitlines()[:3] == run.stdout.splitlines()[:3]

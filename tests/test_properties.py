@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from reference import play_reference
 
 import beggar_env
-from beggar_env import core, parse_deal, format_deal, Deal
+from beggar_env import Deal, core, format_deal, parse_deal
 from beggar_env.game import new_game
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,7 +83,19 @@ def _state(states):
     """The fields of the game record (record 0) as plain Python values."""
     return {
         name: (states[name][0].tolist() if np.ndim(states[name][0]) else int(states[name][0]))
-        for name in ("hands", "head", "held", "pile", "pile_len", "status", "winner", "cards", "tricks", "n_cards", "turn")
+        for name in (
+            "hands",
+            "head",
+            "held",
+            "pile",
+            "pile_len",
+            "status",
+            "winner",
+            "cards",
+            "tricks",
+            "n_cards",
+            "turn",
+        )
     }
 
 
@@ -336,7 +348,15 @@ def test_simulate_refuses_a_bare_deal():
 
 @pytest.mark.parametrize(
     "value, error",
-    [(-1, ValueError), (-(10**6), ValueError), (1.5, TypeError), (10.0, TypeError), (True, TypeError), (False, TypeError), ("3", TypeError)],
+    [
+        (-1, ValueError),
+        (-(10**6), ValueError),
+        (1.5, TypeError),
+        (10.0, TypeError),
+        (True, TypeError),
+        (False, TypeError),
+        ("3", TypeError),
+    ],
 )
 @pytest.mark.parametrize("name", ["max_cards", "max_tricks"])
 def test_bad_limits(name, value, error):

@@ -319,7 +319,7 @@ def test_with_seat_0_empty_cycle_counting_starts_after_it_is_out():
     assert result_dict(three) == play_reference(hands_of("/--J-/K-J-"))
 
 
-@pytest.mark.parametrize("text,limits,expected", WORKED, ids=[f"{t} {l}" for t, l, _ in WORKED])
+@pytest.mark.parametrize("text,limits,expected", WORKED, ids=[f"{text} {limits}" for text, limits, _ in WORKED])
 def test_worked_examples(text, limits, expected):
     keys = ("outcome", "winner", "cards", "tricks", "hand_sizes")
     ref = play_reference(hands_of(text), **limits)
@@ -370,9 +370,7 @@ def test_detect_cycles_off_with_a_limit():
 # ---------------------------------------------------------------- threads
 
 
-needs_two_threads = pytest.mark.skipif(
-    numba.config.NUMBA_NUM_THREADS < 2, reason="numba may use only one thread here"
-)
+needs_two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba may use only one thread here")
 
 
 def _same_records(a, b):

@@ -170,8 +170,17 @@ def within(box, side):
 
 @pytest.mark.parametrize(
     "n_players, seat, side",
-    [(2, 0, BOTTOM), (2, 1, TOP), (3, 0, BOTTOM), (3, 1, LEFT), (3, 2, RIGHT),
-     (4, 0, BOTTOM), (4, 1, LEFT), (4, 2, TOP), (4, 3, RIGHT)],
+    [
+        (2, 0, BOTTOM),
+        (2, 1, TOP),
+        (3, 0, BOTTOM),
+        (3, 1, LEFT),
+        (3, 2, RIGHT),
+        (4, 0, BOTTOM),
+        (4, 1, LEFT),
+        (4, 2, TOP),
+        (4, 3, RIGHT),
+    ],
 )
 def test_picture_places_seats_clockwise_from_the_bottom(n_players, seat, side):
     sizes = [0 if p == seat else 52 // (n_players - 1) for p in range(n_players)]

@@ -18,8 +18,8 @@ from gymnasium.vector.utils import batch_space
 
 import beggar_env
 from beggar_env import core
-from beggar_env.deals import parse_deal
 from beggar_env.checks import seed as as_seed
+from beggar_env.deals import parse_deal
 from beggar_env.vector import BeggarVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,8 +81,10 @@ class NextStepSingles:
 
     def reset(self, seeds, deals=None):
         self.pending = [False] * len(self.envs)
-        return [env.reset(seed=seeds[i], options=None if deals is None else {"deal": deals[i]})
-                for i, env in enumerate(self.envs)]
+        return [
+            env.reset(seed=seeds[i], options=None if deals is None else {"deal": deals[i]})
+            for i, env in enumerate(self.envs)
+        ]
 
     def step(self, actions):
         results = []
@@ -187,22 +189,23 @@ def case_id(options, start):
 # --------------------------------------------------- 1. N single envs, SyncVectorEnv
 
 EQUIVALENCE_CASES = [
-    (dict(n_players=2, step_unit="card", observation="public", forecast="label", reward="accuracy",
-          max_cards=150), "int"),
+    (
+        dict(n_players=2, step_unit="card", observation="public", forecast="label", reward="accuracy", max_cards=150),
+        "int",
+    ),
     (dict(n_players=2, step_unit="trick", observation="full", forecast="probs", reward="log"), "deals"),
     (dict(n_players=2, step_unit="card", observation="full", forecast="label", reward="brier"), "deals"),
-    (dict(n_players=3, step_unit="card", observation="full", forecast="probs", reward="brier",
-          max_cards=150), "list"),
+    (dict(n_players=3, step_unit="card", observation="full", forecast="probs", reward="brier", max_cards=150), "list"),
     (dict(n_players=3, step_unit="trick", observation="public", forecast="label", reward="log"), "int"),
-    (dict(n_players=4, step_unit="card", observation="public", forecast="probs", reward="accuracy",
-          max_cards=150), "int"),
-    (dict(n_players=4, step_unit="trick", observation="full", forecast="label", reward="brier",
-          max_cards=400), "list"),
+    (
+        dict(n_players=4, step_unit="card", observation="public", forecast="probs", reward="accuracy", max_cards=150),
+        "int",
+    ),
+    (dict(n_players=4, step_unit="trick", observation="full", forecast="label", reward="brier", max_cards=400), "list"),
 ]
 
 
-@pytest.mark.parametrize("case", range(len(EQUIVALENCE_CASES)),
-                         ids=[case_id(o, s) for o, s in EQUIVALENCE_CASES])
+@pytest.mark.parametrize("case", range(len(EQUIVALENCE_CASES)), ids=[case_id(o, s) for o, s in EQUIVALENCE_CASES])
 def test_vector_env_equals_single_envs_and_sync_vector_env(case):
     options, start = EQUIVALENCE_CASES[case]
     n_steps = 500
@@ -311,13 +314,21 @@ def test_reference_deals_play_exactly_in_the_vector_env(vectors, step_unit):
         for i, row in enumerate(rows):
             final, name = finals[i], row["name"]
             assert (final["outcome"], final["cards"], final["tricks"]) == (
-                row["outcome"], row["cards"], row["tricks"]), name
+                row["outcome"],
+                row["cards"],
+                row["tricks"],
+            ), name
             assert final["winner"] == (-1 if row["winner"] is None else row["winner"]), name
             assert tuple(final["hand_sizes"]) == expected[i].hand_sizes, name
             if row["outcome"] == "cycle":
-                assert (final["cycle_start_cards"], final["cycle_start_tricks"], final["cycle_cards"],
-                        final["cycle_tricks"]) == (row["cycle_start_cards"], row["cycle_start_tricks"],
-                                                   row["cycle_cards"], row["cycle_tricks"]), name
+                assert (
+                    final["cycle_start_cards"],
+                    final["cycle_start_tricks"],
+                    final["cycle_cards"],
+                    final["cycle_tricks"],
+                ) == (row["cycle_start_cards"], row["cycle_start_tricks"], row["cycle_cards"], row["cycle_tricks"]), (
+                    name
+                )
             else:
                 assert "cycle_cards" not in final, name
             assert lengths[i] == (row["cards"] if step_unit == "card" else row["tricks"]), name
@@ -348,8 +359,7 @@ def test_explicit_deals_match_the_single_env_info_for_info():
 
 SAME_STEP_CASES = [
     (dict(n_players=2, step_unit="trick", observation="full", forecast="probs", reward="log"), "deals"),
-    (dict(n_players=3, step_unit="card", observation="public", forecast="label", reward="brier",
-          max_cards=60), "int"),
+    (dict(n_players=3, step_unit="card", observation="public", forecast="label", reward="brier", max_cards=60), "int"),
     (dict(n_players=4, step_unit="trick", observation="public", forecast="probs", reward="accuracy"), "int"),
 ]
 
@@ -384,8 +394,7 @@ def test_same_step_autoreset_equals_sync_vector_env(options, start, mode):
                 cycles += final_info["outcome"][i] == "cycle"
                 assert obs["cards"][i] == 0 and info["cards"][i] == 0  # already dealt anew
                 final_obs = info["final_obs"][i]
-                assert vec.single_observation_space.contains(
-                    {k: np.asarray(v) for k, v in final_obs.items()})
+                assert vec.single_observation_space.contains({k: np.asarray(v) for k, v in final_obs.items()})
                 assert final_obs["cards"] == final_info["cards"][i]
                 assert "outcome" not in info or not info["_outcome"][i]  # the new deal is running
             for i in np.flatnonzero(~terminated):
@@ -453,8 +462,10 @@ def test_disabled_autoreset_keeps_ended_envs_and_resets_only_the_masked_ones():
         make_vec(3).reset(options={"reset_mask": mask})
 
 
-@pytest.mark.parametrize("options", [dict(n_players=2, max_cards=100, forecast="probs"),
-                                     dict(n_players=4, step_unit="trick", observation="full")])
+@pytest.mark.parametrize(
+    "options",
+    [dict(n_players=2, max_cards=100, forecast="probs"), dict(n_players=4, step_unit="trick", observation="full")],
+)
 def test_disabled_autoreset_with_masked_resets_equals_sync_vector_env(options):
     vec = make_vec(autoreset_mode="Disabled", **options)
     sync = make_sync(autoreset_mode=AutoresetMode.DISABLED, **options)
@@ -534,17 +545,20 @@ def test_unseeded_resets_continue_the_stream_and_a_new_seed_restarts_it():
 
 
 def test_results_do_not_depend_on_the_number_of_threads():
-    code = ("import json, sys, numba; sys.path.insert(0, 'tests'); from test_vector_env import trajectory_hash; "
-            "print(json.dumps([numba.get_num_threads(), trajectory_hash(11), "
-            "trajectory_hash(11, n_players=4, step_unit='trick')]))")
+    code = (
+        "import json, sys, numba; sys.path.insert(0, 'tests'); from test_vector_env import trajectory_hash; "
+        "print(json.dumps([numba.get_num_threads(), trajectory_hash(11), "
+        "trajectory_hash(11, n_players=4, step_unit='trick')]))"
+    )
     runs = {}
     for threads in ("1", None):
         env = dict(os.environ)
         env.pop("NUMBA_NUM_THREADS", None)
         if threads:
             env["NUMBA_NUM_THREADS"] = threads
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(ROOT),
-                             env=env)
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(ROOT), env=env
+        )
         assert run.returncode == 0, run.stderr
         runs[threads] = json.loads(run.stdout.strip().splitlines()[-1])
     assert runs["1"][0] == 1
@@ -563,8 +577,10 @@ def test_results_do_not_depend_on_the_number_of_threads():
 # -------------------------------------------------------------- 5. spaces, errors
 
 
-@pytest.mark.parametrize("options", [{}, dict(n_players=3, observation="full", forecast="probs"),
-                                     dict(n_players=4, step_unit="trick", reward="log")])
+@pytest.mark.parametrize(
+    "options",
+    [{}, dict(n_players=3, observation="full", forecast="probs"), dict(n_players=4, step_unit="trick", reward="log")],
+)
 def test_make_vec_gives_the_native_env_with_batched_spaces(options):
     vec = make_vec(4, **options)
     assert type(vec) is BeggarVectorEnv and vec.num_envs == 4
@@ -622,16 +638,27 @@ def test_bad_actions_raise_value_errors():
     with pytest.raises(RuntimeError, match="reset"):
         vec.step(np.zeros(4, np.int64))
     vec.reset(seed=0)
-    for bad in (np.zeros(3, np.int64), np.zeros((4, 1), np.int64), np.array([0, 1, 2, 3]),
-                np.array([0, -1, 0, 0]), np.zeros(4, np.float32), [0, 0, 0]):
+    for bad in (
+        np.zeros(3, np.int64),
+        np.zeros((4, 1), np.int64),
+        np.array([0, 1, 2, 3]),
+        np.array([0, -1, 0, 0]),
+        np.zeros(4, np.float32),
+        [0, 0, 0],
+    ):
         with pytest.raises(ValueError, match="label"):
             vec.step(bad)
     probs = make_vec(4, forecast="probs")
     probs.reset(seed=0)
     ok = np.ones((4, 3), np.float32)
-    for bad, word in ((np.ones((4, 2)), "shape"), (np.ones((3, 3)), "shape"), (np.ones(4), "shape"),
-                      (np.vstack([ok[:3], np.zeros((1, 3))]), "all zero"),
-                      (np.vstack([ok[:3], [[1, -1, 1]]]), ">= 0"), (np.vstack([ok[:3], [[np.nan, 1, 1]]]), "finite")):
+    for bad, word in (
+        (np.ones((4, 2)), "shape"),
+        (np.ones((3, 3)), "shape"),
+        (np.ones(4), "shape"),
+        (np.vstack([ok[:3], np.zeros((1, 3))]), "all zero"),
+        (np.vstack([ok[:3], [[1, -1, 1]]]), ">= 0"),
+        (np.vstack([ok[:3], [[np.nan, 1, 1]]]), "finite"),
+    ):
         with pytest.raises(ValueError, match=word):
             probs.step(bad)
     obs, *_ = probs.step(ok)  # the env is still usable after the errors
