@@ -114,7 +114,12 @@ def build_parser():
         metavar="card|trick|K",
         help="a sample before every card (default), every trick, or K random points per game",
     )
-    d.add_argument("--observation", choices=("public", "full"), default="public", help="default public")
+    d.add_argument(
+        "--observation",
+        default="public",
+        metavar="public|full|counted",
+        help="the table (default), and every hand (full), or what a card-counter knows (counted)",
+    )
     _add_run_options(d, "generating")
     _add_limits(d, tricks=False)
     d.add_argument("--out", required=True, metavar="FILE.npz", help="where to save it (beggar_env.datasets.load)")
@@ -311,7 +316,13 @@ def _cmd_simulate(args):
 
 def _cmd_dataset(args):
     from . import datasets
+    from .task import OBSERVATIONS
 
+    if args.observation not in OBSERVATIONS:
+        raise UsageError(
+            f"beggar dataset: --observation must be one of {', '.join(OBSERVATIONS)}, "
+            f"not {checks.excerpt(args.observation)}"
+        )
     samples = args.samples
     if samples not in ("card", "trick"):
         try:
