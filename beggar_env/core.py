@@ -282,11 +282,17 @@ def shuffle_deck(key, deck):
     """Fill ``deck`` with the card ids 0..51 in the order shuffled by ``key`` (Fisher-Yates)."""
     for k in range(DECK_SIZE):
         deck[k] = k
+    shuffle(key, deck, DECK_SIZE)
+
+
+@jit
+def shuffle(key, values, n):
+    """Shuffle ``values[:n]`` in place in the order given by ``key`` (Fisher-Yates)."""
     z = np.uint64(key)
-    for k in range(DECK_SIZE - 1, 0, -1):
+    for k in range(n - 1, 0, -1):
         z += _GOLDEN
         j = mix64(z) % np.uint64(k + 1)  # bias below 2**-58: immaterial
-        deck[k], deck[j] = deck[j], deck[k]
+        values[k], values[j] = values[j], values[k]
 
 
 # -------------------------------------------------------------------------- rules
