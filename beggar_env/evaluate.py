@@ -29,6 +29,7 @@ TEST_SEED = 0x7E57  # test deals: no training set may use this seed (evaluate ch
 PHASES = ((0, 26), (26, 52), (52, 104), (104, 208), (208, None))
 METRICS = ("accuracy", "log_loss", "brier")
 ECE_BINS = 10
+CARD_BIN, CARD_BINS = 10, 40  # the metrics by cards played: bins of 10 cards, the last one 390+
 
 
 def phase_name(low, high):
@@ -108,18 +109,25 @@ def position_scores(probs, labels):
     }
 
 
-def expected_calibration_error(confidence, correct, bins=ECE_BINS):
-    """Top-label ECE over ``bins`` quantile bins of confidence (edges at the quantiles, so
-    that equal confidences share a bin): the mean |accuracy - confidence| of the bins,
-    weighted by their sizes."""
-    if len(confidence) == 0:
-        return float("nan")
+def calibration_bins(confidence, correct, bins=ECE_BINS):
+    """Quantile bins of confidence (edges at the quantiles, so that equal confidences share
+    a bin): each non-empty bin's (mean confidence, accuracy, size)."""
     edges = np.unique(np.quantile(confidence, np.linspace(0, 1, bins + 1))[1:-1])
     which = np.searchsorted(edges, confidence, side="right")
     sizes = np.bincount(which, minlength=len(edges) + 1)
-    accuracy = np.bincount(which, weights=correct, minlength=len(sizes))
-    mean_confidence = np.bincount(which, weights=confidence, minlength=len(sizes))
-    return float(np.abs(accuracy - mean_confidence).sum() / len(confidence))
+    kept = sizes > 0
+    accuracy = np.bincount(which, weights=correct, minlength=len(sizes))[kept] / sizes[kept]
+    mean_confidence = np.bincount(which, weights=confidence, minlength=len(sizes))[kept] / sizes[kept]
+    return mean_confidence, accuracy, sizes[kept]
+
+
+def expected_calibration_error(confidence, correct, bins=ECE_BINS):
+    """Top-label ECE over ``bins`` quantile bins of confidence: the mean |accuracy -
+    confidence| of the bins (:func:`calibration_bins`), weighted by their sizes."""
+    if len(confidence) == 0:
+        return float("nan")
+    mean_confidence, accuracy, sizes = calibration_bins(confidence, correct, bins)
+    return float((np.abs(accuracy - mean_confidence) * sizes).sum() / sizes.sum())
 
 
 def _game_sums(values, game, n_games):
@@ -148,9 +156,15 @@ def summarise(scores, game, n_games, mask, bootstrap=1000, seed=0):
 
 
 def report(name, probs, test, seconds, bootstrap=1000):
-    """The protocol's report of forecasts ``probs`` (one row per test position)."""
+    """The protocol's report of forecasts ``probs`` (one row per test position): per slice,
+    each metric's value, 95% interval and game-weighted value, and ECE; the reliability
+    diagram and the metrics by cards played (bins of ``CARD_BIN`` cards) of all positions;
+    forecasts per second."""
     scores = position_scores(probs, test.labels)
     game = test.data.game
+    mean_confidence, accuracy, sizes = calibration_bins(scores["confidence"], scores["accuracy"])
+    bins = np.minimum(test.data.fields["cards"] // CARD_BIN, CARD_BINS - 1)
+    counts = np.maximum(np.bincount(bins, minlength=CARD_BINS), 1)
     return {
         "forecaster": name,
         "n_players": test.n_players,
@@ -160,15 +174,17 @@ def report(name, probs, test, seconds, bootstrap=1000):
         "slices": {
             slice_name: summarise(scores, game, test.games, mask, bootstrap) for slice_name, mask in test.slices.items()
         },
+        "reliability": {"confidence": mean_confidence.tolist(), "accuracy": accuracy.tolist(), "size": sizes.tolist()},
+        "by_cards": {
+            "bin": CARD_BIN,
+            **{m: (np.bincount(bins, weights=scores[m], minlength=CARD_BINS) / counts).tolist() for m in METRICS},
+        },
     }
 
 
-def evaluate(forecaster, test: TestSet, *, bootstrap=1000, progress=None) -> dict:
-    """Evaluate a forecaster (see :mod:`beggar_env.forecasters`) on a :class:`TestSet`.
-
-    Refuses a forecaster trained on the test seed. Returns the report: per slice, each
-    metric's value, 95% interval and game-weighted value, ECE, and forecasts per second.
-    """
+def forecast(forecaster, test: TestSet, progress=None):
+    """A forecaster's forecasts of every test position, and the seconds they took.
+    Refuses a forecaster trained on the test seed."""
     if getattr(forecaster, "n_players", test.n_players) != test.n_players:
         raise ValueError(f"the forecaster is for {forecaster.n_players} players, the test set {test.n_players}")
     if getattr(forecaster, "trained_on_seed", None) == test.seed:
@@ -181,7 +197,13 @@ def evaluate(forecaster, test: TestSet, *, bootstrap=1000, progress=None) -> dic
         probs = forecaster.predict_proba(obs, progress=progress)
     else:
         probs = forecaster.predict_proba(obs)
-    seconds = time.perf_counter() - started
+    return probs, time.perf_counter() - started
+
+
+def evaluate(forecaster, test: TestSet, *, bootstrap=1000, progress=None) -> dict:
+    """Evaluate a forecaster (see :mod:`beggar_env.forecasters`) on a :class:`TestSet`: the
+    protocol's :func:`report` of its forecasts."""
+    probs, seconds = forecast(forecaster, test, progress)
     return report(getattr(forecaster, "name", type(forecaster).__name__), probs, test, seconds, bootstrap)
 
 
