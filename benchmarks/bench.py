@@ -727,6 +727,84 @@ def bench_vector(ctx):
     )
 
 
+@benchmark("counted")
+def bench_counted(ctx):
+    """The vector env's step with observation="counted" against "public", in the same run."""
+    import gymnasium as gym
+
+    import beggar_env  # noqa: F401 (registers Beggar-v0)
+
+    n = 1024 if ctx.args.quick else 8192
+    section(f"counted: vector env steps, {n:,} envs, observation='counted' against 'public'")
+    rng = np.random.default_rng(ctx.args.seed)
+    actions = rng.integers(0, 3, n, dtype=np.int64)
+    envs = {level: gym.make_vec("Beggar-v0", num_envs=n, observation=level) for level in ("public", "counted")}
+    for env in envs.values():
+        env.reset(seed=ctx.args.seed)
+    steps = steps_for(lambda: envs["public"].step(actions), 0.1 if ctx.args.quick else 0.3)
+
+    def run(env):
+        return lambda: [env.step(actions) for _ in range(steps)]
+
+    best = interleaved_best({level: (run(env), None, True) for level, env in envs.items()}, ctx.args.repeats)
+    rate = {level: steps * n / best[level][0] for level in envs}
+    ratio = rate["public"] / rate["counted"]
+    table(["observation", "env-steps/s"], [[level, fmt_rate(r)] for level, r in rate.items()])
+    print(f"time per step, counted / public: {ratio:.2f} (target <= 1.5: {'ok' if ratio <= 1.5 else 'above target'})")
+    ctx.figure(
+        f"vector env, {n:,} envs: counted observation {fmt_rate(rate['counted'])} env-steps/s, {ratio:.2f}x the "
+        f"public one's time per step ({fmt_rate(rate['public'])})"
+    )
+
+
+@benchmark("bayes")
+def bench_bayes(ctx):
+    """The Bayes forecaster (K=256) on random 2-player positions: positions/s, and its
+    rollouts' cards/s against simulate's cards/s in the same run."""
+    import beggar_env
+    from beggar_env import datasets, forecasters
+
+    games = 100 if ctx.args.quick else 400
+    section(f"bayes: BayesMC(k=256) on every card step of {games} random 2-player games, against simulate")
+    data = datasets.generate(games, observation="counted", seed=ctx.args.seed)
+    obs = data.fields
+    bayes = forecasters.BayesMC(2, k=256, seed=ctx.args.seed)
+    bayes.predict_proba({name: value[:64] for name, value in obs.items()})  # compile or load
+    n_sim = ctx.args.games
+
+    def forecast():
+        before = bayes.cards_played
+        bayes.predict_proba(obs)
+        return bayes.cards_played - before
+
+    def play():
+        return int(beggar_env.simulate(n_sim, seed=ctx.args.seed).cards.sum())
+
+    best = interleaved_best({"bayes": (forecast, None, True), "simulate": (play, None, True)}, ctx.args.repeats)
+    positions_s = len(data) / best["bayes"][0]
+    bayes_cards = best["bayes"][1] / best["bayes"][0]
+    sim_cards = best["simulate"][1] / best["simulate"][0]
+    open_share = float(((obs["unseen"] > 0).sum(axis=1) >= 2).mean())
+    table(
+        ["what", "figure"],
+        [
+            ["positions", f"{len(data):,} ({open_share:.0%} open: 256 rollouts each; the rest 1)"],
+            ["Bayes positions/s", fmt_rate(positions_s)],
+            ["Bayes rollout cards/s", fmt_rate(bayes_cards)],
+            [f"simulate({n_sim:,}) cards/s", fmt_rate(sim_cards)],
+        ],
+    )
+    ratio = bayes_cards / sim_cards
+    print(
+        f"positions/s: {positions_s:,.0f} (target >= 8,000: {'ok' if positions_s >= 8000 else 'below target'}); "
+        f"cards/s ratio {ratio:.2f} (target >= 0.5: {'ok' if ratio >= 0.5 else 'below target'})"
+    )
+    ctx.figure(
+        f"Bayes forecaster, k=256, 2 players: {fmt_rate(positions_s)} positions/s; its rollouts play "
+        f"{fmt_rate(bayes_cards)} cards/s, {ratio:.2f}x simulate's {fmt_rate(sim_cards)}"
+    )
+
+
 @benchmark("dataset")
 def bench_dataset(ctx):
     """beggar_env.datasets.generate: samples/s on 1 thread and on all threads."""
