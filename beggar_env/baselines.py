@@ -33,10 +33,12 @@ class Protocol:
     stats_games: int  # simulated games behind the game statistics
     bayes_k: int
     bootstrap: int
+    trees: int  # boosting iterations of the gradient-boosted trees (at most: early stopping)
+    epochs: int  # of the MLP (at most: early stopping)
 
 
-FULL = Protocol(2000, 20_000, 8, 10**6, 10**6, 256, 1000)
-QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200)
+FULL = Protocol(2000, 20_000, 8, 10**6, 10**6, 256, 1000, trees=200, epochs=40)
+QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20)
 TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
 
 
@@ -70,7 +72,15 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name: _i
         threads=threads,
     )
     reports = []
-    for forecaster in fc.baselines(n_players, seed=seed, prior_games=protocol.prior_games, bayes_k=protocol.bayes_k):
+    chosen = fc.baselines(
+        n_players,
+        seed=seed,
+        prior_games=protocol.prior_games,
+        bayes_k=protocol.bayes_k,
+        trees=protocol.trees,
+        epochs=protocol.epochs,
+    )
+    for forecaster in chosen:
         began = time.perf_counter()
         forecaster.fit(train)
         fit_seconds = time.perf_counter() - began
@@ -108,14 +118,21 @@ def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), sta
     }
     for n in players:
         results["players"][str(n)] = run_players(n, protocol, seed, threads, stage)
-    for path in policies:
+    add_policies(results, policies)
+    return results
+
+
+def add_policies(results, paths):
+    """Add policy reports (JSON files of ``evaluate.evaluate_policy`` on the same test set)
+    as rows, before the oracle."""
+    games = results["protocol"]["test_games"]
+    for path in paths:
         report = json.loads(Path(path).read_text())
         block = results["players"].get(str(report.get("n_players")))
-        if block is None or report.get("games") != protocol.test_games:
-            raise ValueError(f"{path}: not a report of this protocol's test set ({protocol.test_games} games)")
+        if block is None or report.get("games") != games:
+            raise ValueError(f"{path}: not a report of this protocol's test set ({games} games)")
         _add_gaps([report], block["reports"])
-        block["reports"].insert(-1, report)  # before the oracle
-    return results
+        block["reports"].insert(-1, report)
 
 
 def versions():

@@ -274,7 +274,9 @@ class Oracle(BayesMC):
         super().__init__(n_players, k=1, alpha=0.0, max_cards=max_cards, threads=threads)
 
 
-def baselines(n_players, *, seed=0, max_cards=None, prior_games=10**6, bayes_k=256) -> list[Forecaster]:
+def baselines(
+    n_players, *, seed=0, max_cards=None, prior_games=10**6, bayes_k=256, trees=200, epochs=40
+) -> list[Forecaster]:
     """Every baseline of the published table, unfitted, weakest first."""
     return [
         Uniform(n_players),
@@ -282,9 +284,9 @@ def baselines(n_players, *, seed=0, max_cards=None, prior_games=10**6, bayes_k=2
         MostCards(n_players),
         CalibratedMostCards(n_players),
         logistic_regression(n_players, "public", seed),
-        gradient_boosting(n_players, "public", seed),
-        gradient_boosting(n_players, "counted", seed),
-        mlp(n_players, "counted", seed),
+        gradient_boosting(n_players, "public", seed, trees),
+        gradient_boosting(n_players, "counted", seed, trees),
+        mlp(n_players, "counted", seed, epochs),
         BayesMC(n_players, k=bayes_k, seed=seed, max_cards=max_cards),
         Oracle(n_players, max_cards=max_cards),
     ]

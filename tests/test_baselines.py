@@ -1,5 +1,6 @@
 """`beggar baselines`: the study's pipeline on a tiny protocol, its outputs, and its errors."""
 
+import copy
 import json
 import subprocess
 import sys
@@ -16,7 +17,15 @@ from beggar_env import baselines  # noqa: E402
 from beggar_env import evaluate as ev  # noqa: E402
 
 TINY = replace(
-    baselines.QUICK, test_games=30, train_games=300, prior_games=20_000, stats_games=20_000, bayes_k=16, bootstrap=50
+    baselines.QUICK,
+    test_games=30,
+    train_games=300,
+    prior_games=20_000,
+    stats_games=20_000,
+    bayes_k=16,
+    bootstrap=50,
+    trees=10,
+    epochs=5,
 )
 
 
@@ -79,13 +88,16 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     )
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy))
-    more = baselines.run((2,), TINY, seed=1, policies=[path])
+    more = copy.deepcopy(results)
+    baselines.add_policies(more, [path])
     names = [r["forecaster"] for r in more["players"]["2"]["reports"]]
-    assert names[-2:] == ["a policy", "oracle"] and "gap_closed" in more["players"]["2"]["reports"][-2]
+    assert names[-2:] == ["a policy", "oracle"] and len(names) == len(results["players"]["2"]["reports"]) + 1
+    added = more["players"]["2"]["reports"][-2]
+    assert added["slices"]["all"]["accuracy"] == policy["slices"]["all"]["accuracy"] and "gap_closed" in added
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**policy, "games": 7}))
     with pytest.raises(ValueError, match="test set"):
-        baselines.run((2,), TINY, seed=1, policies=[wrong])
+        baselines.add_policies(copy.deepcopy(results), [wrong])
 
 
 @pytest.mark.parametrize(
