@@ -22,6 +22,7 @@ Monte Carlo: the ceiling for anything that sees only the table) and :class:`Orac
 import numpy as np
 
 from . import checks, core, features
+from .game import simulate_blocks
 
 
 class Forecaster:
@@ -92,9 +93,8 @@ class SeatPrior(Forecaster):
         self.rates = None
 
     def fit(self, dataset=None):
+        """Simulate the games (the dataset, if given, is not used: it holds too few games)."""
         counts = np.zeros(self.n_outcomes)
-        from .game import simulate_blocks
-
         for _, block in simulate_blocks(self.games, n_players=self.n_players, seed=self.seed, max_cards=self.max_cards):
             counts += np.bincount(core.outcome_labels(block.winner, self.n_players), minlength=self.n_outcomes)
         self.rates = counts / counts.sum()
