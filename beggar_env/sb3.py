@@ -79,6 +79,8 @@ class SB3VecEnv(VecEnv):
         self.venv = venv
         self.flatten = bool(flatten)
         self._dict_space = venv.single_observation_space
+        if not isinstance(self._dict_space, spaces.Dict):
+            raise TypeError(f"SB3VecEnv wraps a vector env of Dict observations, not {self._dict_space}")
         self._keys = list(self._dict_space.keys())
         obs_space = spaces.flatten_space(self._dict_space) if self.flatten else self._dict_space
         super().__init__(venv.num_envs, obs_space, venv.single_action_space)
@@ -155,10 +157,8 @@ class SB3VecEnv(VecEnv):
     # ------------------------------------------------------------ helpers
 
     def flatten_obs(self, obs: dict[str, np.ndarray]) -> np.ndarray:
-        """A batch of ``Dict`` observations (leading axis: envs) as ``FlattenObservation``
-        flattens each: int32 rows, the fields in the space's key order."""
-        n = len(obs[self._keys[0]])
-        return np.concatenate([np.reshape(obs[k], (n, -1)) for k in self._keys], axis=1, dtype=np.int32)
+        """A batch of this env's ``Dict`` observations as ``FlattenObservation`` flattens each."""
+        return flatten_obs(self._dict_space, obs)
 
     def _batch_obs(self, obs):
         if self.flatten:
@@ -191,6 +191,16 @@ class SB3VecEnv(VecEnv):
                 " at a reset), got " + repr(options)[:200]
             )
         return {"deals": [o["deal"] for o in options]}
+
+
+def flatten_obs(space: spaces.Dict, obs: dict[str, np.ndarray]) -> np.ndarray:
+    """A batch of ``Dict`` observations of ``space`` (one env's space; a leading batch axis
+    on every field, as the vector env gives them) flattened row by row as Gymnasium's
+    ``FlattenObservation`` flattens one: the fields in the space's key order."""
+    keys = list(space.keys())
+    n = len(obs[keys[0]])
+    dtype = np.result_type(*(space[k].dtype for k in keys))
+    return np.concatenate([np.reshape(obs[k], (n, -1)) for k in keys], axis=1, dtype=dtype)
 
 
 def _unbatch(infos: dict, n: int) -> list[dict]:
