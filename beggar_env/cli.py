@@ -16,7 +16,7 @@ import numpy as np
 from . import __version__, checks, core, files
 from .render import plural
 
-COMPILE_NOTICE_AFTER = 1.0  # seconds a first call may take before we say it is compiling
+COMPILE_NOTICE_AFTER = 1.0  # seconds a first call may take before we say what it is doing
 
 
 class UsageError(Exception):
@@ -266,12 +266,15 @@ def _seed(args):
 
 
 def _compiling_notice(first_call):
-    """Run ``first_call()`` (it may compile the engine); if it takes more than a second,
-    say on stderr that it is compiling, once."""
+    """Run ``first_call()`` (it compiles the engine on a first run, or loads it from the
+    cache); if it takes more than a second, say so on stderr."""
     notice = threading.Timer(
         COMPILE_NOTICE_AFTER,
         lambda: print(
-            "beggar: compiling the engine (once: later runs load it from numba's cache)...", file=sys.stderr, flush=True
+            "beggar: preparing the compiled engine (the first run compiles it, about a minute, once; later runs "
+            "load it from numba's cache)...",
+            file=sys.stderr,
+            flush=True,
         ),
     )
     notice.daemon = True
