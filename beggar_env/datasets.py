@@ -7,6 +7,7 @@ drawn at random (with replacement) among a game's card-level decision points
 (``samples=k``). Game ``i`` is game ``i`` of ``simulate(n_games, seed=seed)``.
 """
 
+import os
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -70,6 +71,11 @@ class Dataset:
     def progress(self) -> np.ndarray:
         return self.fields["cards"] / np.maximum(self.game_cards, 1)
 
+    @property
+    def weight(self) -> np.ndarray:
+        """1 / the samples of each sample's game: weighted so, every game counts once."""
+        return 1.0 / np.bincount(self.game)[self.game]
+
     def save(self, path) -> str:
         """Save as ``.npz`` (uncompressed; ``.npz`` is added to a name without it) and
         return the path written. The file is replaced whole or not at all."""
@@ -78,8 +84,17 @@ class Dataset:
         return files.save_npz(path, **arrays, **meta)
 
 
-def load(path) -> Dataset:
-    """A :class:`Dataset` saved with :meth:`Dataset.save`."""
+def load(path, *, split=None) -> Dataset:
+    """A :class:`Dataset` saved with :meth:`Dataset.save`, or a folder of Parquet shards
+    (``beggar dataset --out DIR``; ``split`` picks splits), read whole into memory: see
+    :func:`beggar_env.shards.load`, and :func:`beggar_env.shards.batches` for data that
+    does not fit."""
+    if os.path.isdir(path):
+        from . import shards
+
+        return shards.load(path, split=split)
+    if split is not None:
+        raise ValueError("split: a .npz dataset has no splits")
     with np.load(path, allow_pickle=False) as data:
         return Dataset(
             **{name: data[name] for name in Dataset.ARRAYS},
