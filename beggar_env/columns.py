@@ -17,8 +17,9 @@ from numba import prange
 from . import core
 from .jit import jit
 
-INTEGER_TYPES = (np.int8, np.int16, np.int32)
-TILE = 64  # rows that the kernels turn into columns at a time  # the kinds of observation columns, narrowest first
+INTEGER_TYPES = (np.int8, np.int16, np.int32)  # the types of observation columns, narrowest first
+NARROW = INTEGER_TYPES[:2]  # copied out of the int32 rows the replay writes
+TILE = 64  # rows that the kernels turn into columns at a time
 
 # Per-sample labels, in file order around the observation columns: (name, numpy type).
 LEADING = (("game", np.int64), ("deal_seed", np.uint64))
@@ -128,13 +129,18 @@ class SampleBuffers:
         self.capacity = capacity
         self.wide = np.empty((len(columns.names), capacity), np.int32)
         self.rows = self.wide.T
-        self.narrowed = {j: np.empty(capacity, kind) for j, kind in enumerate(columns.types) if kind != np.int32}
+        # The int8 and int16 columns, each kind stacked: column j is narrowed[j] = (stack, row).
+        self.sources = [np.array([j for j, t in enumerate(columns.types) if t == kind], np.int64) for kind in NARROW]
+        self.stacks = [np.empty((len(sources), capacity), kind) for sources, kind in zip(self.sources, NARROW)]
+        self.narrowed = {
+            j: (stack, row) for sources, stack in zip(self.sources, self.stacks) for row, j in enumerate(sources)
+        }
         self.labels = {name: np.empty(capacity, kind) for name, kind in (*LEADING, *TRAILING, WEIGHT)}
 
     def narrow(self, n_rows):
-        """Copy the first ``n_rows`` of each narrow column out of :attr:`wide`."""
-        for j, out in self.narrowed.items():
-            np.copyto(out[:n_rows], self.wide[j, :n_rows], casting="unsafe")  # values lie in the column's range
+        """Copy the first ``n_rows`` of each narrow column out of :attr:`wide` (their values
+        lie in their types' range)."""
+        _narrow(self.wide, self.sources[0], self.stacks[0], self.sources[1], self.stacks[1], n_rows)
 
     def fill_labels(self, dest, counts, results, keys, first, n_players):
         """The labels of games ``first ..``, game i's ``counts[i]`` rows from ``dest[i]`` on;
@@ -147,13 +153,26 @@ class SampleBuffers:
         if name in self.labels:
             return self.labels[name][start:stop]
         j = self.columns.index[name]
-        return self.narrowed[j][start:stop] if j in self.narrowed else self.wide[j, start:stop]
+        if j in self.narrowed:
+            stack, row = self.narrowed[j]
+            return stack[row, start:stop]
+        return self.wide[j, start:stop]
 
 
 def bytes_per_row(columns: ObservationColumns):
     """The bytes one row takes in :class:`SampleBuffers`."""
     narrow = sum(np.dtype(kind).itemsize for kind in columns.types if kind != np.int32)
     return 4 * len(columns.names) + narrow + sum(np.dtype(kind).itemsize for _, kind in (*LEADING, *TRAILING, WEIGHT))
+
+
+@jit(parallel=True)
+def _narrow(wide, sources8, out8, sources16, out16, n_rows):
+    for q in prange(sources8.shape[0]):
+        for r in range(n_rows):
+            out8[q, r] = wide[sources8[q], r]
+    for q in prange(sources16.shape[0]):
+        for r in range(n_rows):
+            out16[q, r] = wide[sources16[q], r]
 
 
 @jit(parallel=True)

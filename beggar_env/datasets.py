@@ -36,7 +36,8 @@ class Dataset:
     (its game's index), ``outcome`` (1 win, 2 cycle, 3 limit: ``beggar_env.OUTCOMES``),
     ``winner`` (seat, -1 none), ``label`` (the env's forecast label: the winner, or
     n_players for none), ``game_cards`` and ``game_tricks`` (its game's length, to the
-    end or the first repeat) and ``progress`` (cards played so far / game_cards).
+    end or the first repeat), ``progress`` (cards played so far / game_cards) and
+    ``weight`` (1 / the samples of its game, so that each game counts once).
     """
 
     observations: np.ndarray
@@ -87,8 +88,7 @@ class Dataset:
 def load(path, *, split=None) -> Dataset:
     """A :class:`Dataset` saved with :meth:`Dataset.save`, or a folder of Parquet shards
     (``beggar dataset --out DIR``; ``split`` picks splits), read whole into memory: see
-    :func:`beggar_env.shards.load`, and :func:`beggar_env.shards.batches` for data that
-    does not fit."""
+    :func:`beggar_env.shards.load`, and :func:`batches` for data that does not fit."""
     if os.path.isdir(path):
         from . import shards
 
@@ -103,6 +103,14 @@ def load(path, *, split=None) -> Dataset:
             samples=str(data["samples"]),
             seed=int(data["seed"]),
         )
+
+
+def batches(path, *, split=None, columns=None, batch_size: int = 1 << 16):
+    """The samples of a folder of Parquet shards as ``pyarrow.RecordBatch`` es, in bounded
+    memory whatever its size (see :func:`beggar_env.shards.batches`)."""
+    from . import shards
+
+    return shards.batches(path, split=split, columns=columns, batch_size=batch_size)
 
 
 def _check_samples(samples):

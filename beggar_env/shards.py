@@ -36,10 +36,12 @@ METADATA = "dataset.json"
 MARKER = "INCOMPLETE"
 SAMPLES, DEALS = "samples", "deals"
 SHARD_GAMES = 1 << 16  # games per shard: about 17 M samples (~230 MB) for every card of 2-player games
+LOAD_ROWS = 1 << 20  # rows turned into flat int32 rows at a time, when loading
 SPLIT_STREAM = 2**63  # the item of the seed's stream whose key draws the games' splits (no game is this far)
 # lz4 without dictionaries encodes about twice as fast as zstd with them, for files about three
-# times as large (docs/datasets.md): writing keeps up with generating.
-SAMPLE_OPTIONS = dict(compression="lz4", use_dictionary=False, write_statistics=["game"])
+# times as large; batches of 64 k values cost a third less than pyarrow's default 1 k
+# (docs/datasets.md): writing keeps up with generating.
+SAMPLE_OPTIONS = dict(compression="lz4", use_dictionary=False, write_statistics=["game"], write_batch_size=1 << 16)
 DEAL_OPTIONS = dict(compression="zstd")
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -365,11 +367,13 @@ def read_info(directory) -> dict:
     path = os.fspath(directory)
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no dataset folder {path!r}")
-    if os.path.exists(os.path.join(path, MARKER)) or not os.path.isfile(os.path.join(path, METADATA)):
+    if os.path.exists(os.path.join(path, MARKER)):
         raise ValueError(
-            f"{path} is not a complete dataset: it has no {METADATA} (its generation was interrupted or failed); "
-            "generate it again"
+            f"{path} is an incomplete dataset (marked {MARKER}): its generation was interrupted or failed; "
+            "generate it again in a new folder"
         )
+    if not os.path.isfile(os.path.join(path, METADATA)):
+        raise ValueError(f"{path} is not a dataset folder: it has no {METADATA}")
     with open(os.path.join(path, METADATA)) as f:
         meta = json.load(f)
     if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
@@ -417,34 +421,48 @@ def batches(directory, *, split=None, columns=None, batch_size: int = 1 << 16):
 
 def load(directory, *, split=None) -> "datasets.Dataset":
     """A complete dataset (or some of its splits) in memory, as the :class:`Dataset` that
-    ``datasets.generate`` returns: ``MemoryError`` in one line when it would not fit."""
-    pq = require_pyarrow().parquet
+    ``datasets.generate`` returns (in game order): ``MemoryError`` in one line when it
+    would not fit (then use :func:`batches`)."""
     meta = read_info(directory)
     job = Job.from_dict(meta["job"])
     names = _selected_splits(meta, split)
     chosen = [job.split_names.index(name) for name in names]
-    n_rows = sum(shard["samples"][s] for shard in meta["shards"] for s in chosen)
+    shard_rows = [sum(shard["samples"][s] for s in chosen) for shard in meta["shards"]]
+    n_rows = sum(shard_rows)
     layout = job.config.layout
-    checks.memory(n_rows * (4 * layout.size + 26), f"{n_rows:,} samples", "read them in batches: shards.batches()")
     observation = columns.ObservationColumns(layout)
+    one_shard = 2 * max(shard_rows, default=0) * columns.bytes_per_row(observation)  # read, then in game order
+    checks.memory(
+        n_rows * (4 * layout.size + 26) + one_shard, f"{n_rows:,} samples", "read them in batches: datasets.batches()"
+    )
     out = _empty_arrays(n_rows, layout.size)
     start = 0
     for shard in meta["shards"]:
-        parts = [pq.read_table(os.path.join(os.fspath(directory), sample_path(name, shard["index"]))) for name in names]
-        table = parts[0] if len(parts) == 1 else _in_game_order(parts)
-        stop = start + table.num_rows
-        if stop > n_rows:
-            raise ValueError(f"{directory}: shard {shard['index']} has more samples than its metadata says")
-        read = {name: table.column(name).to_numpy() for name in table.column_names}
-        observation.rows(read, out["observations"][start:stop])
-        for name in datasets.Dataset.ARRAYS[1:]:
-            out[name][start:stop] = read[name]
-        start = stop
+        for batch in _read_shard(directory, shard["index"], names).to_batches(max_chunksize=LOAD_ROWS):
+            stop = start + batch.num_rows
+            if stop > n_rows:
+                raise ValueError(f"{directory}: shard {shard['index']} has more samples than dataset.json says")
+            read = {name: batch.column(i).to_numpy(zero_copy_only=False) for i, name in enumerate(batch.schema.names)}
+            observation.rows(read, out["observations"][start:stop])
+            for name in datasets.Dataset.ARRAYS[1:]:
+                out[name][start:stop] = read[name]
+            start = stop
     if start != n_rows:
-        raise ValueError(f"{directory}: the shards have {start:,} samples, the metadata {n_rows:,}")
+        raise ValueError(f"{directory}: the shards have {start:,} samples, dataset.json {n_rows:,}")
     return datasets.Dataset(
         **out, n_players=job.n_players, observation=job.observation, samples=str(job.samples), seed=job.seed
     )
+
+
+def _read_shard(directory, index, splits):
+    """A shard's samples of ``splits``, in game order (a game lies in one split)."""
+    pa = require_pyarrow()
+    paths = [os.path.join(os.fspath(directory), sample_path(split, index)) for split in splits]
+    tables = [pa.parquet.read_table(path) for path in paths]
+    if len(tables) == 1:
+        return tables[0]
+    table = pa.concat_tables(tables)
+    return table.take(np.argsort(table.column("game").to_numpy(), kind="stable"))
 
 
 def _empty_arrays(n_rows, width):
@@ -457,10 +475,3 @@ def _empty_arrays(n_rows, width):
         "game_cards": np.empty(n_rows, np.int64),
         "game_tricks": np.empty(n_rows, np.int64),
     }
-
-
-def _in_game_order(tables):
-    """The rows of one shard's splits merged back in game order (a game lies in one split)."""
-    pa = require_pyarrow()
-    table = pa.concat_tables(tables)
-    return table.take(np.argsort(table.column("game").to_numpy(), kind="stable"))
