@@ -63,21 +63,19 @@ def slot_names(name, shape):
 
 
 class ObservationColumns:
-    """The columns of a :class:`task.Layout`'s flat rows, in row order: ``names[j]``,
-    ``types[j]`` and ``fields[j]`` (the field it is a slot of) are column j's."""
+    """The columns of a :class:`task.Layout`'s flat rows, in row order: ``names[j]`` and
+    ``types[j]`` are column j's, ``index[name]`` its j."""
 
     def __init__(self, layout):
-        self.layout = layout
-        self.names, self.types, self.fields = [], [], []
+        self.names, self.types = [], []
         for name, shape, low, high in layout.fields:
-            kind = smallest_type(low, high)
-            for column in slot_names(name, shape):
-                self.names.append(column)
-                self.types.append(kind)
-                self.fields.append(name)
+            names = slot_names(name, shape)
+            self.names += names
+            self.types += [smallest_type(low, high)] * len(names)
         self.index = {name: j for j, name in enumerate(self.names)}
-        labels = {name for name, _ in (*LEADING, *TRAILING, WEIGHT)}
-        assert len(self.names) == layout.size and len(self.index) == len(self.names) and not labels & set(self.names)
+        clashes = {name for name, _ in (*LEADING, *TRAILING, WEIGHT)} & set(self.names)
+        if clashes or len(self.index) < len(self.names):
+            raise ValueError(f"observation columns clash: {sorted(clashes) or self.names}")
 
     def sample_columns(self, weights):
         """(name, numpy type) of every column of a sample row, in file order."""

@@ -203,13 +203,14 @@ def create(directory) -> bool:
         with open(os.path.join(path, MARKER), "w") as marker:
             marker.write(f"{FORMAT}: being generated, or its generation stopped before the end: not usable\n")
     except OSError as error:
-        _remove(path, created)
+        discard(path, created)
         raise ValueError(f"cannot write in {path}: {error.strerror or error}") from None
     return created
 
 
-def _remove(path, created):
-    """Remove what :func:`create` and the writers put in ``path`` (and ``path``, if created)."""
+def discard(path, created: bool):
+    """Remove what :func:`create` and :func:`write_games` put in ``path``, and ``path`` if
+    :func:`create` made it (``created``): what a failed run does."""
     for folder in (SAMPLES, DEALS):
         shutil.rmtree(os.path.join(path, folder), ignore_errors=True)
     for name in (METADATA, MARKER):
@@ -350,7 +351,7 @@ def generate(
             shards = write_games(path, job, 0, job.n_games, threads=threads, progress=progress)
             return finish(path, job, shards)
         except BaseException as error:
-            _remove(path, created)
+            discard(path, created)
             if isinstance(error, OSError):
                 reason = os.strerror(error.errno) if error.errno else str(error).splitlines()[0]
                 raise OSError(

@@ -807,7 +807,7 @@ def folder_bytes(path):
 
 @benchmark("parquet")
 def bench_parquet(ctx):
-    """Streaming to Parquet shards vs in-memory datasets.generate (same run); peak RSS; reading."""
+    """Streaming to Parquet shards vs in-memory datasets.generate (same run); peak RSS; writing and reading."""
     import gc
 
     try:
@@ -870,6 +870,7 @@ def bench_parquet(ctx):
         [["streamed / in-memory samples/s", f"{ratio:.2f}x", ">= 0.5x", verdict(ratio, 0.5)]],
         ["<", ">", "<", "<"],
     )
+    bench_parquet_writing(work / "check", n_samples)
     bench_parquet_reading(work / "check", n_samples)
     ctx.figure(
         f"Parquet shards: {fmt_rate(rate['streamed'])} samples/s streamed, {ratio:.2f}x in-memory generate "
@@ -893,8 +894,11 @@ def bench_parquet_reading(folder, n_samples):
         "one column per slot": Path(folder, "slots.parquet"),
         "pile as a fixed-size list": Path(folder, "list.parquet"),
     }
-    pq.write_table(slots, files["one column per slot"], compression="lz4", use_dictionary=False)
-    pq.write_table(listed, files["pile as a fixed-size list"], compression="lz4", use_dictionary=False)
+    from beggar_env.shards import SAMPLE_OPTIONS
+
+    options = {**SAMPLE_OPTIONS, "write_statistics": False}
+    pq.write_table(slots, files["one column per slot"], **options)
+    pq.write_table(listed, files["pile as a fixed-size list"], **options)
     readers = {"pyarrow": lambda path: pq.read_table(path)}
     for module, read in (("pandas", "read_parquet"), ("polars", "read_parquet")):
         try:
@@ -918,6 +922,39 @@ def bench_parquet_reading(folder, n_samples):
                 fmt_rate(n_samples / seconds),
                 f"{files[name.split(', ', 1)[1]].stat().st_size / 2**20:.1f}",
             ]
+            for name, (seconds, _, _) in best.items()
+        ],
+    )
+
+
+def bench_parquet_writing(folder, n_samples):
+    """Writing one set of samples with the package's options and with others."""
+    import pyarrow.parquet as pq
+
+    from beggar_env.shards import SAMPLE_OPTIONS
+
+    samples = pq.read_table(next(Path(folder, "samples").glob("*.parquet"))).combine_chunks()
+    default_batches = {name: value for name, value in SAMPLE_OPTIONS.items() if name != "write_batch_size"}
+    ways = {
+        "lz4, no dictionaries, batches of 64 k (the package's)": SAMPLE_OPTIONS,
+        "lz4, no dictionaries, pyarrow's batches (1 k)": default_batches,
+        "zstd, dictionaries": dict(compression="zstd", use_dictionary=True),
+        "pyarrow's defaults (snappy, dictionaries)": {},
+    }
+    out = Path(folder, "written.parquet")
+    sizes = {}
+
+    def write(name):
+        pq.write_table(samples, out, **ways[name])
+        sizes[name] = out.stat().st_size
+
+    best = interleaved_best({name: (lambda n=name: write(n), None, True) for name in ways}, 3)
+    print()
+    print(f"writing {n_samples:,} samples, one thread (best of 3):")
+    table(
+        ["options", "best s", "samples/s", "bytes a sample"],
+        [
+            [name, f"{seconds:.3f}", fmt_rate(n_samples / seconds), f"{sizes[name] / n_samples:.1f}"]
             for name, (seconds, _, _) in best.items()
         ],
     )

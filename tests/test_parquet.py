@@ -99,6 +99,43 @@ def test_columns_are_the_fields_slot_by_slot_in_their_smallest_types(tmp_path, o
         assert table.schema.field("pile_0").type == pa.int8() and table.schema.field("cards").type == pa.int32()
 
 
+def test_a_new_observation_level_needs_no_code(tmp_path):
+    """Columns come from Layout.fields alone: a level with other fields (a matrix, an int16
+    range) gets its columns and types, and its rows go through the buffers and back."""
+    from types import SimpleNamespace
+
+    from beggar_env import columns
+
+    fields = [
+        ("known", (2, 52), -1, 4),
+        ("unseen", (5,), 0, 16),
+        ("score", (), -1000, 1000),
+        ("cards", (), 0, 2**31 - 1),
+    ]
+    observation = columns.ObservationColumns(SimpleNamespace(fields=fields, size=2 * 52 + 5 + 2))
+    assert observation.names[:2] == ["known_0_0", "known_0_1"] and observation.names[52] == "known_1_0"
+    assert observation.names[104:] == ["unseen_0", "unseen_1", "unseen_2", "unseen_3", "unseen_4", "score", "cards"]
+    assert observation.types[-2:] == [np.int16, np.int32] and set(observation.types[:109]) == {np.int8}
+    rng = np.random.default_rng(1)
+    rows = np.concatenate(
+        [
+            rng.integers(-1, 5, (100, 104)),
+            rng.integers(0, 17, (100, 5)),
+            rng.integers(-1000, 1001, (100, 1)),
+            rng.integers(0, 2**31 - 1, (100, 1)),
+        ],
+        axis=1,
+    ).astype(np.int32)
+    buffers = columns.SampleBuffers(observation, 128)
+    buffers.rows[:100] = rows
+    buffers.narrow(100)
+    read = {name: buffers.column(name, 0, 100) for name in observation.names}
+    assert read["score"].dtype == np.int16 and read["known_1_51"].dtype == np.int8
+    back = np.empty_like(rows)
+    observation.rows(read, back)
+    np.testing.assert_array_equal(back, rows)
+
+
 def test_pandas_and_polars_read_the_samples_as_generated(tmp_path):
     options = dict(n_players=3, samples=4, seed=8)
     shards.generate(tmp_path / "d", 300, split="train=0.8,test=0.2", game_weights=True, shard_games=128, **options)
