@@ -116,7 +116,12 @@ def build_parser():
         metavar="card|trick|K",
         help="a sample before every card (default), every trick, or K random points per game",
     )
-    d.add_argument("--observation", choices=("public", "full"), default="public", help="default public")
+    d.add_argument(
+        "--observation",
+        default="public",
+        metavar="public|full|counted",
+        help="the table (default), and every hand (full), or what a card-counter knows (counted)",
+    )
     _add_run_options(d, "generating")
     _add_limits(d, tricks=False)
     d.add_argument(
@@ -129,6 +134,41 @@ def build_parser():
     d.add_argument("--split", metavar="NAME=F,...", help="Parquet: split by game, e.g. train=0.9,test=0.1")
     d.add_argument("--game-weights", action="store_true", help="Parquet: a weight column, so that every game weighs 1")
     d.add_argument("--shard-games", type=_whole_number(1), metavar="N", help="Parquet: games per shard (default 65536)")
+
+    b = commands.add_parser(
+        "baselines",
+        help="train and evaluate the winner forecasters",
+        allow_abbrev=False,
+        description="Train the learned baselines and evaluate every forecaster with one protocol "
+        "for 2, 3 and 4 players; print the tables; write JSON, tables and pictures.",
+    )
+    b.add_argument("--quick", action="store_true", help="a small protocol: about two minutes on 2 cores")
+    b.add_argument(
+        "--players",
+        type=int,
+        nargs="+",
+        choices=(2, 3, 4),
+        default=[2, 3, 4],
+        metavar="P",
+        help="player counts (default 2 3 4)",
+    )
+    b.add_argument("--out", default="baselines", metavar="DIR", help="folder for the results (default ./baselines)")
+    b.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE.json",
+        help="a policy's report (evaluate.evaluate_policy on the same test set) to add as a row",
+    )
+    b.add_argument(
+        "--seed",
+        type=_whole_number(0, checks.MAX_SEED),
+        default=0,
+        metavar="S",
+        help="seed of the forecasters and game statistics (default 0)",
+    )
+    b.add_argument("--threads", type=_whole_number(1), metavar="T", help="threads (default: all cores)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
 
@@ -322,7 +362,13 @@ def _cmd_simulate(args):
 
 def _cmd_dataset(args):
     from . import datasets
+    from .task import OBSERVATIONS
 
+    if args.observation not in OBSERVATIONS:
+        raise UsageError(
+            f"beggar dataset: --observation must be one of {', '.join(OBSERVATIONS)}, "
+            f"not {checks.excerpt(args.observation)}"
+        )
     samples = args.samples
     if samples not in ("card", "trick"):
         try:
@@ -395,7 +441,67 @@ def _dataset_to_parquet(args, options):
     print(f"{n / seconds:,.0f} samples/s ({seconds:.2f} s)")
 
 
-COMMANDS = {"play": _cmd_play, "simulate": _cmd_simulate, "dataset": _cmd_dataset}
+def _cmd_baselines(args):
+    import os
+
+    try:
+        from . import baselines
+    except ImportError as error:
+        raise UsageError(
+            f"beggar baselines needs scikit-learn and matplotlib: pip install 'beggar-env[baselines]' ({error})"
+        ) from None
+    from tqdm import tqdm
+
+    out = os.path.abspath(args.out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"beggar baselines: --out: {out} is a file, not a folder")
+    for path in args.policy:
+        if not os.path.isfile(path):
+            raise UsageError(f"beggar baselines: --policy: no such file: {path}")
+
+    def stage(name):
+        bar = tqdm(
+            desc=name, unit="pos", unit_scale=True, delay=0.5, file=sys.stderr, disable=args.no_progress, leave=False
+        )
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()
+
+        return progress
+
+    protocol = baselines.QUICK if args.quick else baselines.FULL
+    command = "beggar baselines" + (" --quick" if args.quick else "") + (
+        f" --players {' '.join(map(str, args.players))}" if args.players != [2, 3, 4] else "") + (
+        f" --seed {args.seed}" if args.seed else "")  # fmt: skip
+    started = time.perf_counter()
+    results = baselines.run(tuple(args.players), protocol, args.seed, args.threads, args.policy, stage)
+    written = baselines.write(results, out, command)
+    for n, block in results["players"].items():
+        print(f"\n{n} players: {block['positions']:,} test positions ({block['open_positions']:,} open)")
+        _print_rows(baselines.table_rows(block))
+    print(
+        f"\nresults in {out}: results.json, tables.md and {len(written)} pictures "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
+
+
+def _print_rows(rows):
+    print(
+        f"{'forecaster':<34} {'acc':>6} {'logloss':>8} {'brier':>6} {'ece':>6} {'acc<26':>7} {'acc104+':>8} "
+        f"{'acc open':>8} {'gap':>5} {'fcst/s':>10}"
+    )
+    for r in rows:
+        print(
+            f"{r['forecaster'][:34]:<34} {r['accuracy']:6.3f} {r['log loss all']:8.3f} {r['brier']:6.3f} "
+            f"{r['ece']:6.3f} {r['accuracy cards 0-25']:7.3f} {r['accuracy cards 104-207']:8.3f} "
+            f"{r['accuracy open']:8.3f} {r['gap closed']:5.2f} {r['forecasts/s']:10,.0f}"
+        )
+
+
+COMMANDS = {"play": _cmd_play, "simulate": _cmd_simulate, "dataset": _cmd_dataset, "baselines": _cmd_baselines}
 
 
 def parse_args(argv):

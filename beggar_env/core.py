@@ -79,6 +79,7 @@ def state_dtype(n_players, capacity):
             ("hands", np.int8, (n_players, capacity)),  # ring buffers of card classes
             ("head", np.uint32, (n_players,)),  # index of each hand's top card (unsigned: no wraparound checks)
             ("held", np.int32, (n_players,)),  # cards in each hand
+            ("taken", np.int64, (n_players,)),  # cards each hand has taken from piles, so far
             ("alive", np.uint8, (n_players,)),  # 1 until eliminated
             ("pile", np.int8, (capacity,)),  # in play order
             ("pile_len", np.int32),
@@ -213,6 +214,7 @@ def _reset_counters(s, hand_sizes, max_cards, max_tricks):
     for p in range(n_players):
         s.head[p] = 0
         s.held[p] = hand_sizes[p]
+        s.taken[p] = 0
         s.alive[p] = 1
         n_cards += hand_sizes[p]
         if hand_sizes[p] > 0:
@@ -280,11 +282,17 @@ def shuffle_deck(key, deck):
     """Fill ``deck`` with the card ids 0..51 in the order shuffled by ``key`` (Fisher-Yates)."""
     for k in range(DECK_SIZE):
         deck[k] = k
+    shuffle(key, deck, DECK_SIZE)
+
+
+@jit
+def shuffle(key, values, n):
+    """Shuffle ``values[:n]`` in place in the order given by ``key`` (Fisher-Yates)."""
     z = np.uint64(key)
-    for k in range(DECK_SIZE - 1, 0, -1):
+    for k in range(n - 1, 0, -1):
         z += _GOLDEN
         j = mix64(z) % np.uint64(k + 1)  # bias below 2**-58: immaterial
-        deck[k], deck[j] = deck[j], deck[k]
+        values[k], values[j] = values[j], values[k]
 
 
 # -------------------------------------------------------------------------- rules
@@ -304,12 +312,21 @@ def _next_alive(alive, seat):
 
 
 @jit
-def _put_pile_under(hands, head, held, pile, pile_len, taker):
+def _put_pile_under(hands, head, held, taken, pile, pile_len, taker):
     mask = pile.shape[0] - 1
     end = head[taker] + held[taker]
     for k in range(pile_len):
         hands[taker, (end + k) & mask] = pile[k]
     held[taker] += pile_len
+    taken[taker] += pile_len
+
+
+@jit
+def dealt_left(s, p):
+    """How many of the cards dealt to seat ``p`` are still in its hand, unseen: a hand is
+    its dealt cards not yet played, then the piles it took, in the order taken (so the
+    dealt cards left are those beyond the cards taken)."""
+    return max(0, s.held[p] - s.taken[p])
 
 
 @jit
@@ -325,7 +342,7 @@ def _eliminate_empty(s):
         s.n_alive -= 1
         s.turn = _next_alive(s.alive, out)
         if s.n_alive == 1:
-            _put_pile_under(s.hands, s.head, s.held, s.pile, s.pile_len, s.turn)
+            _put_pile_under(s.hands, s.head, s.held, s.taken, s.pile, s.pile_len, s.turn)
             s.pile_len = 0
             s.tricks += 1
             s.owed = 0
@@ -374,7 +391,7 @@ def _advance(s, card_budget, trick_budget):
     """
     if s.status != Outcome.RUNNING:
         return
-    hands, head, held, alive, pile = s.hands, s.head, s.held, s.alive, s.pile
+    hands, head, held, taken, alive, pile = s.hands, s.head, s.held, s.taken, s.alive, s.pile
     mask = pile.shape[0] - 1
     n_cards = s.n_cards
     turn, owed, court, pile_len = s.turn, s.owed, s.court, s.pile_len
@@ -396,7 +413,7 @@ def _advance(s, card_budget, trick_budget):
         elif owed > 0:  # a numeral paid
             owed -= 1
             if owed == 0:  # paid in full: the court player takes the pile
-                _put_pile_under(hands, head, held, pile, pile_len, court)
+                _put_pile_under(hands, head, held, taken, pile, pile_len, court)
                 turn = court
                 court = NO_SEAT
                 pile_len = 0
@@ -461,6 +478,7 @@ def copy_state(src, dst):
             dst.hands[p, k] = src.hands[p, k]
         dst.head[p] = src.head[p]
         dst.held[p] = src.held[p]
+        dst.taken[p] = src.taken[p]
         dst.alive[p] = src.alive[p]
     for k in range(capacity):
         dst.pile[k] = src.pile[k]

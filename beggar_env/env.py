@@ -12,7 +12,7 @@ _PLAIN_INTS = (int, np.int64)
 RENDER_MODES = ("ansi", "rgb_array")
 
 
-def make(render_mode=None, **options):
+def make(render_mode: str | None = None, **options) -> "BeggarEnv":
     """``Beggar-v0``'s entry point: checks ``render_mode`` before Gymnasium reads it (a
     render mode that is not a string would otherwise fail inside ``gymnasium.make``)."""
     if render_mode is not None and not isinstance(render_mode, str):
@@ -106,13 +106,13 @@ class BeggarEnv(gym.Env):
 
     def __init__(
         self,
-        n_players=2,
-        step_unit="card",
-        observation="public",
-        forecast="label",
-        reward="accuracy",
-        max_cards=None,
-        render_mode=None,
+        n_players: int = 2,
+        step_unit: str = "card",
+        observation: str = "public",
+        forecast: str = "label",
+        reward: str = "accuracy",
+        max_cards: int | None = None,
+        render_mode: str | None = None,
     ):
         self.config = task.EnvConfig(
             n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES

@@ -22,6 +22,7 @@ from .jit import jit, serial_and_parallel
 
 PILE_SLOTS = 52  # env deals hold at most 52 cards
 EMPTY = -1  # an unused pile or hand slot; also "nobody" for the court seat
+UNKNOWN = -2  # a card that a card-counter has not seen (observation="counted")
 INT32_MAX = np.iinfo(np.int32).max
 LOG_FLOOR = 1e-6  # the log score of a forecast is clipped at log(1e-6), so it stays finite
 CAPACITY = core.capacity_for(PILE_SLOTS)
@@ -46,6 +47,7 @@ class StepUnit(IntEnum):
 class Observation(IntEnum):
     PUBLIC = 0  # the table as the players see it
     FULL = 1  # and every hand
+    COUNTED = 2  # and what a perfect card-counter knows of every hand
 
 
 class Forecast(IntEnum):
@@ -75,6 +77,8 @@ class Field(IntEnum):
     CARDS = 7
     TRICKS = 8
     HANDS = 9  # observation="full" only
+    KNOWN = 10  # observation="counted" only
+    UNSEEN = 11
 
 
 class Layout:
@@ -84,7 +88,10 @@ class Layout:
     last card), ``pile_size``, ``turn`` (the seat to play), ``owed`` (cards still owed),
     ``court`` (the seat owed them, -1 if none), ``alive`` (1 for seats still in),
     ``cards`` and ``tricks`` (played so far). ``full`` adds ``hands``: every hand's classes
-    from the top, -1 after its last card.
+    from the top, -1 after its last card. ``counted`` adds what a perfect card-counter
+    knows from the public history: ``known``, every hand from the top with -2 for a card
+    dealt to it and not yet seen, the class of a card it took from a pile, -1 after its
+    last card; and ``unseen``, how many cards of each class nobody has seen yet.
 
     The fields lie in :class:`Field` order; ``offsets[field]`` is where one starts in
     the row (-1: not in this layout).
@@ -106,6 +113,9 @@ class Layout:
         ]
         if level == Observation.FULL:
             declared.append((Field.HANDS, (p, PILE_SLOTS), EMPTY, Card.ACE))
+        if level == Observation.COUNTED:
+            declared.append((Field.KNOWN, (p, PILE_SLOTS), UNKNOWN, Card.ACE))
+            declared.append((Field.UNSEEN, (core.N_CLASSES,), 0, PILE_SLOTS))
         self.observation = level
         self.fields = [(field.name.lower(), shape, low, high) for field, shape, low, high in declared]
         self.offsets = np.full(len(Field), -1, np.int64)
@@ -321,6 +331,21 @@ def write_observation(s, out, settings):
             head = s.head[p]
             for j in range(PILE_SLOTS):
                 out[k + j] = s.hands[p, (head + j) & mask] if j < s.held[p] else EMPTY
+            k += PILE_SLOTS
+    elif settings.observation == Observation.COUNTED:
+        unseen = k + n_players * PILE_SLOTS
+        for c in range(core.N_CLASSES):
+            out[unseen + c] = 0
+        for p in range(n_players):
+            head = s.head[p]
+            hidden = core.dealt_left(s, p)
+            for j in range(PILE_SLOTS):
+                if j < hidden:
+                    card = s.hands[p, (head + j) & mask]
+                    out[unseen + card] += 1
+                    out[k + j] = UNKNOWN
+                else:
+                    out[k + j] = s.hands[p, (head + j) & mask] if j < s.held[p] else EMPTY
             k += PILE_SLOTS
 
 

@@ -48,15 +48,15 @@ class BeggarVectorEnv(VectorEnv):
 
     def __init__(
         self,
-        num_envs=1,
-        n_players=2,
-        step_unit="card",
-        observation="public",
-        forecast="label",
-        reward="accuracy",
-        max_cards=None,
-        render_mode=None,
-        autoreset_mode=AutoresetMode.NEXT_STEP,
+        num_envs: int = 1,
+        n_players: int = 2,
+        step_unit: str = "card",
+        observation: str = "public",
+        forecast: str = "label",
+        reward: str = "accuracy",
+        max_cards: int | None = None,
+        render_mode: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ):
         num_envs = checks.integer("num_envs", num_envs, 1)
         if not isinstance(autoreset_mode, AutoresetMode):

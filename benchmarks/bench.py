@@ -438,45 +438,78 @@ def bench_throughput(ctx):
 
 @benchmark("cli")
 def bench_cli(ctx):
-    """Wall time of `beggar play DEAL` (the Kleber deal) once numba's cache is warm."""
-    section("cli: `beggar play` wall time (Kleber deal), warm JIT cache")
+    """Wall time of `beggar play DEAL` (the Kleber deal), warm cache, against `python -c "import numba"`."""
+    section("cli: `beggar play` wall time (Kleber deal), warm cache, interleaved with `import numba`")
     exe = Path(sys.executable).with_name("beggar")
     exe = str(exe) if exe.exists() else shutil.which("beggar")
     if exe is None:
         print("beggar play: skipped: no `beggar` command (next to this Python or on PATH)")
         return
-    cmd = [exe, "play", KLEBER]
+    commands = {
+        "beggar play KLEBER": [exe, "play", KLEBER],
+        'python -c "import numba"': [sys.executable, "-c", "import numba"],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
 
-    def run():
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        return time.perf_counter() - t, proc
+    def timed(cmd):
+        def run():
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+                raise RuntimeError(f"{cmd[0]} exited with status {proc.returncode}: {last}")
+            return proc
+
+        return run
 
     try:
-        first, proc = run()  # fills numba's cache if needed
-    except (OSError, subprocess.TimeoutExpired) as e:
+        best = interleaved_best({name: (timed(cmd), None, True) for name, cmd in commands.items()}, ctx.args.repeats)
+    except (OSError, subprocess.TimeoutExpired, RuntimeError) as e:
         print(f"beggar play: skipped: {type(e).__name__}: {e}")
         return
-    if proc.returncode != 0:
-        last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        print(f"beggar play: skipped: `beggar play` exited with status {proc.returncode}: {last}")
-        return
-    times = [run()[0] for _ in range(3)]
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], capture_output=True)
-    bare = time.perf_counter() - t
-    table(
-        ["command", "seconds"],
-        [
-            ["beggar play KLEBER (first run)", f"{first:.3f}"],
-            ["beggar play KLEBER (best of 3, warm)", f"{min(times):.3f}"],
-            ["python -c pass (for scale)", f"{bare:.3f}"],
-        ],
-    )
-    out = proc.stdout.strip().splitlines()
+    play, numba_import = best["beggar play KLEBER"][0], best['python -c "import numba"'][0]
+    table(["command", "best seconds"], [[name, f"{best[name][0]:.3f}"] for name in commands])
+    ratio = play / numba_import
+    print(f"beggar play / import numba: {ratio:.2f} (target <= 1.5: {'ok' if ratio <= 1.5 else 'above target'})")
+    out = best["beggar play KLEBER"][1].stdout.strip().splitlines()
     if out:
         print("output: " + out[0] + (" ..." if len(out) > 1 else ""))
-    ctx.figure(f"beggar play (Kleber deal, warm cache): {min(times):.2f} s wall (python -c pass: {bare:.2f} s)")
+    ctx.figure(
+        f'beggar play (Kleber deal, warm cache): {play:.2f} s wall, {ratio:.2f}x `python -c "import numba"` '
+        f"({numba_import:.2f} s)"
+    )
+
+
+@benchmark("parse")
+def bench_parse(ctx):
+    """simulate() on a list of deal strings: bulk parsing of compact notation against playing them."""
+    import beggar_env
+    from beggar_env.deals import pack_deals
+
+    n = ctx.args.games * 5
+    section(f"parse: simulate() on {n:,} compact deal strings: parsing against playing")
+    texts = [beggar_env.format_deal(d, "compact") for d in beggar_env.random_deals(1000, seed=ctx.args.seed)]
+    texts = texts * (n // len(texts))
+    pack_deals(texts[:10])  # compile or load
+    best = interleaved_best(
+        {
+            "parse (pack_deals, bulk)": (lambda: pack_deals(texts), None, True),
+            "parse one by one (parse_deal)": (lambda: [beggar_env.parse_deal(t) for t in texts[: n // 20]], 1, False),
+            "simulate(strings): parse and play": (lambda: beggar_env.simulate(texts), None, True),
+        },
+        ctx.args.repeats,
+    )
+    bulk = n / best["parse (pack_deals, bulk)"][0]
+    one = (n // 20) / best["parse one by one (parse_deal)"][0]
+    whole = n / best["simulate(strings): parse and play"][0]
+    table(
+        ["step", "deals/s"],
+        [["parse in bulk", fmt_rate(bulk)], ["parse one by one", fmt_rate(one)], ["parse and play", fmt_rate(whole)]],
+    )
+    print(f"bulk / one by one: {bulk / one:.0f}x; parsing takes {whole / bulk:.0%} of simulate(strings)")
+    ctx.figure(
+        f"simulate on {n:,} deal strings: {fmt_rate(whole)} deals/s; bulk parsing {fmt_rate(bulk)} deals/s "
+        f"({bulk / one:.0f}x parsing one by one)"
+    )
 
 
 # ---------------------------------------------------------------- environments
@@ -694,6 +727,84 @@ def bench_vector(ctx):
         f"native vector env: {fmt_rate(rate[top]['native'])} env-steps/s at {top:,} envs, "
         f"{fmt_rate(rate[mid]['native'])} at {mid:,}; {rate[mid]['native'] / rate[mid]['sync']:,.0f}x "
         f"SyncVectorEnv at {mid:,} envs ({rate[top]['native'] / rate[top]['sync']:,.0f}x at {top:,})"
+    )
+
+
+@benchmark("counted")
+def bench_counted(ctx):
+    """The vector env's step with observation="counted" against "public", in the same run."""
+    import gymnasium as gym
+
+    import beggar_env  # noqa: F401 (registers Beggar-v0)
+
+    n = 1024 if ctx.args.quick else 8192
+    section(f"counted: vector env steps, {n:,} envs, observation='counted' against 'public'")
+    rng = np.random.default_rng(ctx.args.seed)
+    actions = rng.integers(0, 3, n, dtype=np.int64)
+    envs = {level: gym.make_vec("Beggar-v0", num_envs=n, observation=level) for level in ("public", "counted")}
+    for env in envs.values():
+        env.reset(seed=ctx.args.seed)
+    steps = steps_for(lambda: envs["public"].step(actions), 0.1 if ctx.args.quick else 0.3)
+
+    def run(env):
+        return lambda: [env.step(actions) for _ in range(steps)]
+
+    best = interleaved_best({level: (run(env), None, True) for level, env in envs.items()}, ctx.args.repeats)
+    rate = {level: steps * n / best[level][0] for level in envs}
+    ratio = rate["public"] / rate["counted"]
+    table(["observation", "env-steps/s"], [[level, fmt_rate(r)] for level, r in rate.items()])
+    print(f"time per step, counted / public: {ratio:.2f} (target <= 1.5: {'ok' if ratio <= 1.5 else 'above target'})")
+    ctx.figure(
+        f"vector env, {n:,} envs: counted observation {fmt_rate(rate['counted'])} env-steps/s, {ratio:.2f}x the "
+        f"public one's time per step ({fmt_rate(rate['public'])})"
+    )
+
+
+@benchmark("bayes")
+def bench_bayes(ctx):
+    """The Bayes forecaster (K=256) on random 2-player positions: positions/s, and its
+    rollouts' cards/s against simulate's cards/s in the same run."""
+    import beggar_env
+    from beggar_env import datasets, forecasters
+
+    games = 100 if ctx.args.quick else 400
+    section(f"bayes: BayesMC(k=256) on every card step of {games} random 2-player games, against simulate")
+    data = datasets.generate(games, observation="counted", seed=ctx.args.seed)
+    obs = data.fields
+    bayes = forecasters.BayesMC(2, k=256, seed=ctx.args.seed)
+    bayes.predict_proba({name: value[:64] for name, value in obs.items()})  # compile or load
+    n_sim = ctx.args.games
+
+    def forecast():
+        before = bayes.cards_played
+        bayes.predict_proba(obs)
+        return bayes.cards_played - before
+
+    def play():
+        return int(beggar_env.simulate(n_sim, seed=ctx.args.seed).cards.sum())
+
+    best = interleaved_best({"bayes": (forecast, None, True), "simulate": (play, None, True)}, ctx.args.repeats)
+    positions_s = len(data) / best["bayes"][0]
+    bayes_cards = best["bayes"][1] / best["bayes"][0]
+    sim_cards = best["simulate"][1] / best["simulate"][0]
+    open_share = float(((obs["unseen"] > 0).sum(axis=1) >= 2).mean())
+    table(
+        ["what", "figure"],
+        [
+            ["positions", f"{len(data):,} ({open_share:.0%} open: 256 rollouts each; the rest 1)"],
+            ["Bayes positions/s", fmt_rate(positions_s)],
+            ["Bayes rollout cards/s", fmt_rate(bayes_cards)],
+            [f"simulate({n_sim:,}) cards/s", fmt_rate(sim_cards)],
+        ],
+    )
+    ratio = bayes_cards / sim_cards
+    print(
+        f"positions/s: {positions_s:,.0f} (target >= 8,000: {'ok' if positions_s >= 8000 else 'below target'}); "
+        f"cards/s ratio {ratio:.2f} (target >= 0.5: {'ok' if ratio >= 0.5 else 'below target'})"
+    )
+    ctx.figure(
+        f"Bayes forecaster, k=256, 2 players: {fmt_rate(positions_s)} positions/s; its rollouts play "
+        f"{fmt_rate(bayes_cards)} cards/s, {ratio:.2f}x simulate's {fmt_rate(sim_cards)}"
     )
 
 

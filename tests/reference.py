@@ -70,14 +70,18 @@ def _check_limit(name, value):
     return value
 
 
-def play_reference(hands, max_cards=None, max_tricks=None):
+def play_reference(hands, max_cards=None, max_tricks=None, events=None):
     """Play one deal given as a list of hands, each a list of classes (top card first).
 
     Returns a dict: outcome ("win", "cycle" or "limit"), winner (seat or None), cards,
     tricks, hand_sizes (a tuple, at the end; for a cycle, at the first repeat) and the
     cycle figures cycle_start_cards, cycle_start_tricks, cycle_cards, cycle_tricks (None
     unless the outcome is "cycle").
+
+    ``events``, if a list, receives the public history as it happens: ("play", seat,
+    class) for every card turned, ("take", seat) for every pile taken.
     """
+    log = events.append if events is not None else lambda event: None
     n_players = len(hands)
     if not 2 <= n_players <= 4:
         raise ValueError("a deal needs 2 to 4 players")
@@ -127,6 +131,7 @@ def play_reference(hands, max_cards=None, max_tricks=None):
         card = hands[turn].popleft()
         pile.append(card)
         cards += 1
+        log(("play", turn, card))
 
         if card != NUMERAL:
             # Rules 3 and 4: a court card; the next player must pay its honour.
@@ -142,6 +147,7 @@ def play_reference(hands, max_cards=None, max_tricks=None):
                 hands[court].extend(pile)
                 pile.clear()
                 tricks += 1
+                log(("take", court))
                 turn = court
                 court = None
                 if len(hands[turn]) == n_cards:  # rule 8: it holds every card
@@ -163,6 +169,7 @@ def play_reference(hands, max_cards=None, max_tricks=None):
                 hands[winner].extend(pile)
                 pile.clear()
                 tricks += 1
+                log(("take", winner))
                 return _result("win", winner, cards, tricks, hands)
             turn = next_active(turn)  # it owes what was owed, to the same court player
 

@@ -223,6 +223,12 @@ def test_every_observation_field_round_trips_from_the_state(n_players, observati
             assert (f["cards"], f["tricks"]) == (s.cards, s.tricks)
             if observation == "full":
                 assert f["hands"].tolist() == [hand + [-1] * (52 - len(hand)) for hand in hands]
+            if observation == "counted":  # the unknown cards are a prefix; the rest are the hand's own
+                for p, hand in enumerate(hands):
+                    known = f["known"][p].tolist()
+                    hidden = known.count(-2)
+                    assert known == [-2] * hidden + hand[hidden:] + [-1] * (52 - len(hand))
+                assert f["unseen"].sum() == (f["known"] == -2).sum()
             assert (row != -99).all()
             if s.status != core.Outcome.RUNNING:
                 break

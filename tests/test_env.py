@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import FlattenObservation, RecordEpisodeStatistics
 
 import beggar_env
+from beggar_env import task
 
 BEST_REWARD = {"accuracy": 1.0, "brier": 0.0, "log": 0.0}
 
@@ -40,7 +41,7 @@ def true_label(result, n_players):
         itertools.product(
             (2, 3, 4),
             ("card", "trick"),
-            ("public", "full"),
+            task.OBSERVATIONS,
             ("label", "probs"),
             ("accuracy", "brier", "log"),
             (None, "ansi", "rgb_array"),

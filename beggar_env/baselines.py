@@ -1,0 +1,289 @@
+"""``beggar baselines``: train the learned baselines, evaluate every forecaster with the one
+protocol (:mod:`beggar_env.evaluate`) for 2, 3 and 4 players, with the game statistics of
+each player count, and write the results: JSON, markdown tables and pictures.
+
+Seeds: test deals from ``evaluate.TEST_SEED``, training data from ``TRAIN_SEED + n``,
+forecasters and game statistics from ``seed``: a run is reproduced by its command.
+"""
+
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, datasets
+from . import evaluate as ev
+from . import forecasters as fc
+from .game import simulate_blocks
+from .stats import Summary
+
+TRAIN_SEED = 1000  # + n_players: training sets, disjoint from the test seed
+
+
+@dataclass(frozen=True)
+class Protocol:
+    test_games: int  # every card step of these games is a test position
+    train_games: int
+    train_samples: int  # random positions per training game
+    prior_games: int  # simulated games behind the seat prior
+    stats_games: int  # simulated games behind the game statistics
+    bayes_k: int
+    bootstrap: int
+    trees: int  # boosting iterations of the gradient-boosted trees (at most: early stopping)
+    epochs: int  # of the MLP (at most: early stopping)
+
+
+FULL = Protocol(2000, 20_000, 8, 10**6, 10**6, 256, 1000, trees=200, epochs=40)
+QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20)
+TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
+
+
+def _ignore(done, total):
+    pass
+
+
+def game_statistics(n_players, games, seed, progress=_ignore):
+    """Length distribution (summary and histogram), each seat's win rate with its 95%
+    interval and the share of never-ending games, from ``games`` random games."""
+    summary = Summary(n_players)
+    for _, block in simulate_blocks(games, n_players=n_players, seed=seed, progress=progress):
+        summary.add(block)
+    out = summary.as_dict()
+    out["cycle_share"] = out["cycles"] / out["games"]
+    out["histogram_cards"] = summary.lengths["cards"].counts.tolist()
+    return out
+
+
+def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name: _ignore):
+    """Train and evaluate every baseline for one player count. ``stage(name)`` returns the
+    progress callback of a long stage (the Bayes rollouts, the game statistics)."""
+    started = time.perf_counter()
+    test = ev.TestSet.generate(n_players, protocol.test_games, threads=threads)
+    train = datasets.generate(
+        protocol.train_games,
+        n_players=n_players,
+        observation="counted",
+        samples=protocol.train_samples,
+        seed=TRAIN_SEED + n_players,
+        threads=threads,
+    )
+    reports = []
+    chosen = fc.baselines(
+        n_players,
+        seed=seed,
+        prior_games=protocol.prior_games,
+        bayes_k=protocol.bayes_k,
+        trees=protocol.trees,
+        epochs=protocol.epochs,
+    )
+    for forecaster in chosen:
+        began = time.perf_counter()
+        forecaster.fit(train)
+        fit_seconds = time.perf_counter() - began
+        probs, seconds = ev.forecast(forecaster, test, stage(forecaster.name))
+        reports.append({**ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap), "fit_s": fit_seconds})
+    _add_gaps(reports, reports)
+    return {
+        "n_players": n_players,
+        "reports": reports,
+        "positions": len(test.labels),
+        "open_positions": int(test.slices["open"].sum()),
+        "train_samples": len(train),
+        "game_statistics": game_statistics(n_players, protocol.stats_games, seed, stage("game statistics")),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _add_gaps(reports, among):
+    """Each report's fraction of the gap between the seat prior and Bayes it closes."""
+    prior = next(r for r in among if r["forecaster"] == "seat prior")
+    bayes = next(r for r in among if r["forecaster"].startswith("Bayes"))
+    for result in reports:
+        result["gap_closed"] = {s: ev.gap_closed(result, prior, bayes, s) for s in ("all", "open")}
+
+
+def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), stage=lambda name: _ignore):
+    """The whole study; ``policies`` are extra reports (JSON files written from
+    ``evaluate.evaluate_policy`` on the same test set) added as rows."""
+    results = {
+        "protocol": asdict(protocol),
+        "seeds": {"test": ev.TEST_SEED, "train": {n: TRAIN_SEED + n for n in players}, "forecasters": seed},
+        "versions": versions(),
+        "machine": machine(),
+        "players": {},
+    }
+    for n in players:
+        results["players"][str(n)] = run_players(n, protocol, seed, threads, stage)
+    add_policies(results, policies)
+    return results
+
+
+def add_policies(results, paths):
+    """Add policy reports (JSON files of ``evaluate.evaluate_policy`` on the same test set)
+    as rows, before the oracle."""
+    games = results["protocol"]["test_games"]
+    for path in paths:
+        report = json.loads(Path(path).read_text())
+        block = results["players"].get(str(report.get("n_players")))
+        if block is None or report.get("games") != games:
+            raise ValueError(f"{path}: not a report of this protocol's test set ({games} games)")
+        _add_gaps([report], block["reports"])
+        block["reports"].insert(-1, report)
+
+
+def versions():
+    import numba
+    import sklearn
+
+    return {
+        "beggar-env": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "scikit-learn": sklearn.__version__,
+    }
+
+
+def machine():
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cpus": os.cpu_count()}
+
+
+# ------------------------------------------------------------------------- output
+
+
+def _value(report, slice_name, metric):
+    entry = report["slices"][slice_name].get(metric)
+    return entry["value"] if isinstance(entry, dict) else entry
+
+
+def table_rows(block):
+    """One row per forecaster: accuracy and log loss by slice, Brier and ECE overall, the
+    gap closed, forecasts per second."""
+    rows = []
+    for report in block["reports"]:
+        low, high = report["slices"]["all"]["accuracy"]["ci95"]
+        row = {"forecaster": report["forecaster"], "accuracy": _value(report, "all", "accuracy"), "ci95": (low, high)}
+        for slice_name in TABLE_SLICES:
+            row[f"log loss {slice_name}"] = _value(report, slice_name, "log_loss")
+            row[f"accuracy {slice_name}"] = _value(report, slice_name, "accuracy")
+        row["brier"] = _value(report, "all", "brier")
+        row["ece"] = report["slices"]["all"]["ece"]
+        row["gap closed"] = report["gap_closed"]["all"]["log_loss"]
+        row["forecasts/s"] = report["forecasts_per_s"]
+        rows.append(row)
+    return rows
+
+
+def markdown_table(block):
+    header = ["forecaster", "accuracy (95% CI)", "log loss", "Brier", "ECE"]
+    header += [f"acc. / log loss, {s}" for s in TABLE_SLICES[1:]] + ["gap closed (log loss)", "forecasts/s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in table_rows(block):
+        cells = [
+            row["forecaster"],
+            f"{row['accuracy']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f})",
+            f"{row['log loss all']:.3f}",
+            f"{row['brier']:.3f}",
+            f"{row['ece']:.3f}",
+            *(f"{row[f'accuracy {s}']:.3f} / {row[f'log loss {s}']:.3f}" for s in TABLE_SLICES[1:]),
+            f"{row['gap closed']:.2f}",
+            f"{row['forecasts/s']:,.0f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def statistics_table(results):
+    header = ["players", "games", "mean cards", "median", "p5", "p95", "p99", "max", "mean tricks", "never ends"]
+    header.append("seat win rates (95% CI)")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for n, block in results["players"].items():
+        st = block["game_statistics"]
+        seats = "; ".join(f"{s['seat']}: {s['rate']:.4f} ({s['ci95'][0]:.4f}-{s['ci95'][1]:.4f})" for s in st["seats"])
+        cards = st["cards"]
+        lines.append(
+            f"| {n} | {st['games']:,} | {cards['mean']:.1f} | {cards['p50']:.0f} | {cards['p5']:.0f} | "
+            f"{cards['p95']:.0f} | {cards['p99']:.0f} | {cards['max']} | {st['tricks']['mean']:.1f} | "
+            f"{st['cycles']} ({st['cycle_share']:.2e}) | {seats} |"
+        )
+    return "\n".join(lines)
+
+
+def write(results, out, command):
+    """Write ``results.json``, ``tables.md`` and the pictures into the folder ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {"command": command, **results}
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    parts = [f"Written by `{command}`.\n", "## Game statistics\n", statistics_table(results)]
+    for n, block in results["players"].items():
+        parts += [
+            f"\n## {n} players\n",
+            f"{block['positions']:,} test positions ({block['open_positions']:,} open) of "
+            f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples.\n",
+            markdown_table(block),
+        ]
+    (out / "tables.md").write_text("\n".join(parts) + "\n")
+    return draw(results, out)
+
+
+def draw(results, out):
+    """Pictures: accuracy and log loss against cards played, the reliability diagrams,
+    and the game lengths. Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for n, block in results["players"].items():
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+        for report in block["reports"]:
+            curve = report["by_cards"]
+            x = np.arange(len(curve["accuracy"])) * curve["bin"]
+            for ax, metric in zip(axes, ("accuracy", "log_loss")):
+                ax.plot(x, curve[metric], label=report["forecaster"], lw=1.3)
+        for ax, metric in zip(axes, ("accuracy", "log loss")):
+            ax.set_xlabel("cards played so far")
+            ax.set_ylabel(metric)
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=7, loc="lower right")
+        fig.suptitle(f"{n} players: forecasts by cards played (test positions, bins of 10 cards)")
+        written.append(_save(fig, out / f"by_cards_{n}p.png"))
+        fig, ax = plt.subplots(figsize=(5.5, 5.5))
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+        for report in block["reports"]:
+            curve = report["reliability"]
+            ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, lw=1, label=report["forecaster"])
+        ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
+        ax.legend(fontsize=6)
+        written.append(_save(fig, out / f"reliability_{n}p.png"))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for n, block in results["players"].items():
+        counts = np.asarray(block["game_statistics"]["histogram_cards"], float)
+        ax.plot(np.arange(len(counts)), counts / counts.sum(), lw=1, label=f"{n} players")
+    ax.set(xlabel="cards played in the game", ylabel="share of games", xlim=(0, 1500), title="Game lengths")
+    ax.legend()
+    written.append(_save(fig, out / "game_lengths.png"))
+    return written
+
+
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path

@@ -1,0 +1,292 @@
+"""Forecasters of the winner: one small interface, baselines from trivial to Bayes-optimal.
+
+A forecaster turns a batch of observations (a dict of fields with a leading batch axis, as
+the vector env and ``Dataset.fields`` give them) into probabilities over the
+``n_players + 1`` outcomes (each seat, then "no winner"):
+
+* ``predict_proba(obs)`` -> float64 array (batch, n_players + 1), rows summing to 1;
+* ``fit(dataset)`` trains a learned one on a :class:`beggar_env.datasets.Dataset` (the
+  others return themselves);
+* ``act(obs, forecast)`` is its action in ``Beggar-v0`` or the vector env: a label (the
+  most probable outcome) or the probabilities, for one observation or a batch;
+* ``observation`` names the level it reads ("public", "counted" or "full").
+
+Your own model is a forecaster if it has these. The baselines, weakest first:
+:class:`Uniform`, :class:`SeatPrior`, :class:`MostCards`, :class:`CalibratedMostCards`,
+:class:`Learned` (logistic regression, gradient-boosted trees, an MLP, from
+scikit-learn), :class:`BayesMC` (the Bayes posterior given what a card-counter knows, by
+Monte Carlo: the ceiling for anything that sees only the table) and :class:`Oracle`
+(every hand known: the outcome is determined). ``docs/forecasting.md`` describes them.
+"""
+
+import numpy as np
+
+from . import checks, core, features
+from .game import simulate_blocks
+
+
+class Forecaster:
+    """The interface (see the module docstring); subclasses set ``name`` and ``observation``
+    and implement ``predict_proba``."""
+
+    name = "forecaster"
+    observation = "public"
+
+    def __init__(self, n_players: int = 2):
+        self.n_players = checks.n_players(n_players)
+        self.n_outcomes = self.n_players + 1
+
+    def fit(self, dataset) -> "Forecaster":
+        return self
+
+    def predict_proba(self, obs: dict) -> np.ndarray:
+        raise NotImplementedError
+
+    def act(self, obs: dict, forecast: str = "label"):
+        """The action for ``Beggar-v0`` (one observation) or its vector env (a batch)."""
+        checks.choice("forecast", forecast, ("label", "probs"))
+        batched = np.ndim(obs["cards"]) == 1
+        probs = self.predict_proba(obs if batched else {name: np.asarray(v)[None] for name, v in obs.items()})
+        if forecast == "label":
+            labels = probs.argmax(axis=1)
+            return labels if batched else int(labels[0])
+        return probs.astype(np.float32) if batched else probs[0].astype(np.float32)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n_players={self.n_players})"
+
+
+def _check_obs(forecaster, obs):
+    needed = {"public": "cards", "counted": "known", "full": "hands"}[forecaster.observation]
+    if needed not in obs:
+        raise ValueError(
+            f"{forecaster.name} reads observation={forecaster.observation!r}; these observations have no "
+            f"{needed!r} field"
+        )
+    if obs["hand_sizes"].shape[-1] != forecaster.n_players:
+        raise ValueError(
+            f"{forecaster.name} forecasts {forecaster.n_players} players; "
+            f"the observations have {obs['hand_sizes'].shape[-1]}"
+        )
+    return len(obs["cards"])
+
+
+class Uniform(Forecaster):
+    """Every outcome equally likely."""
+
+    name = "uniform"
+
+    def predict_proba(self, obs):
+        n = _check_obs(self, obs)
+        return np.full((n, self.n_outcomes), 1 / self.n_outcomes)
+
+
+class SeatPrior(Forecaster):
+    """Each seat's win rate for the player count (and the rate of no winner), from
+    ``games`` simulated random games: the best forecast that ignores the table."""
+
+    name = "seat prior"
+
+    def __init__(self, n_players=2, games=10**6, seed=0, max_cards=None):
+        super().__init__(n_players)
+        self.games, self.seed, self.max_cards = checks.integer("games", games, 1), seed, max_cards
+        self.rates = None
+
+    def fit(self, dataset=None):
+        """Simulate the games (the dataset, if given, is not used: it holds too few games)."""
+        counts = np.zeros(self.n_outcomes)
+        for _, block in simulate_blocks(self.games, n_players=self.n_players, seed=self.seed, max_cards=self.max_cards):
+            counts += np.bincount(core.outcome_labels(block.winner, self.n_players), minlength=self.n_outcomes)
+        self.rates = counts / counts.sum()
+        return self
+
+    def predict_proba(self, obs):
+        n = _check_obs(self, obs)
+        if self.rates is None:
+            self.fit()
+        return np.tile(self.rates, (n, 1))
+
+
+class MostCards(Forecaster):
+    """The seat with the most cards in hand wins (ties shared)."""
+
+    name = "most cards"
+
+    def predict_proba(self, obs):
+        _check_obs(self, obs)
+        hands = obs["hand_sizes"]
+        leaders = (hands == hands.max(axis=1, keepdims=True)).astype(float)
+        probs = np.zeros((len(hands), self.n_outcomes))
+        probs[:, : self.n_players] = leaders / leaders.sum(axis=1, keepdims=True)
+        return probs
+
+
+class CalibratedMostCards(Forecaster):
+    """A seat's chance of winning as a function of its cards in hand, fitted: the share of
+    training positions where a seat holding that many cards went on to win (smoothed),
+    normalised over the seats, with the fitted rate of no winner."""
+
+    name = "most cards, calibrated"
+
+    def __init__(self, n_players=2, smoothing=1.0):
+        super().__init__(n_players)
+        self.smoothing = smoothing
+        self.win_rate = None  # [seat, cards in hand]
+        self.no_winner = None
+
+    def fit(self, dataset):
+        hands = dataset.fields["hand_sizes"]
+        labels = dataset.label
+        wins = np.zeros((self.n_players, core.DECK_SIZE + 1))
+        seen = np.zeros_like(wins)
+        for seat in range(self.n_players):
+            held = np.clip(hands[:, seat], 0, core.DECK_SIZE)
+            seen[seat] = np.bincount(held, minlength=core.DECK_SIZE + 1)
+            wins[seat] = np.bincount(held[labels == seat], minlength=core.DECK_SIZE + 1)
+        prior = (labels[:, None] == np.arange(self.n_players)).mean(axis=0)[:, None]
+        self.win_rate = (wins + self.smoothing * prior) / (seen + self.smoothing)
+        self.no_winner = float((labels == self.n_players).mean())
+        self.trained_on_seed = dataset.seed
+        return self
+
+    def predict_proba(self, obs):
+        _check_obs(self, obs)
+        if self.win_rate is None:
+            raise RuntimeError(f"{self.name}: call fit(dataset) first")
+        held = np.clip(obs["hand_sizes"], 0, core.DECK_SIZE)
+        scores = self.win_rate[np.arange(self.n_players), held] + 1e-12
+        probs = np.zeros((len(held), self.n_outcomes))
+        probs[:, : self.n_players] = (1 - self.no_winner) * scores / scores.sum(axis=1, keepdims=True)
+        probs[:, self.n_players] = self.no_winner
+        return probs
+
+
+class Learned(Forecaster):
+    """A scikit-learn classifier on the features of :mod:`beggar_env.features` for an
+    ``observation`` level ("public" or "counted").
+
+    ``model`` is any classifier with ``fit`` and ``predict_proba`` (a pipeline too); the
+    outcomes missing from the training labels get probability 0.
+    """
+
+    def __init__(self, n_players=2, model=None, observation="public", name=None):
+        super().__init__(n_players)
+        self.observation = checks.choice("observation", observation, tuple(features.FEATURES))
+        if model is None or not hasattr(model, "predict_proba"):
+            raise TypeError("model must be a scikit-learn classifier (with fit and predict_proba)")
+        self.model = model
+        self.name = name or f"{type(model).__name__} ({observation})"
+
+    def fit(self, dataset):
+        self.model.fit(features.FEATURES[self.observation](dataset.fields), dataset.label)
+        self.trained_on_seed = dataset.seed
+        return self
+
+    def predict_proba(self, obs):
+        _check_obs(self, obs)
+        columns = self.model.predict_proba(features.FEATURES[self.observation](obs))
+        probs = np.zeros((len(columns), self.n_outcomes))
+        probs[:, self.model.classes_] = columns
+        return probs
+
+
+def logistic_regression(n_players=2, observation="public", seed=0):
+    """Multinomial logistic regression on standardised features."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=300, random_state=seed))
+    return Learned(n_players, model, observation, name=f"logistic regression ({observation})")
+
+
+def gradient_boosting(n_players=2, observation="public", seed=0, max_iter=200):
+    """scikit-learn's HistGradientBoostingClassifier on engineered features."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    model = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=0.1, random_state=seed)
+    return Learned(n_players, model, observation, name=f"gradient-boosted trees ({observation})")
+
+
+def mlp(n_players=2, observation="counted", seed=0, max_iter=40):
+    """A small multilayer perceptron (two hidden layers of 64) on standardised features."""
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(
+        StandardScaler(),
+        MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=max_iter, early_stopping=True, random_state=seed),
+    )
+    return Learned(n_players, model, observation, name=f"MLP ({observation})")
+
+
+class BayesMC(Forecaster):
+    """The Bayes forecaster given what a card-counter knows, by Monte Carlo.
+
+    For each position, the unseen cards are dealt to the unknown places of the hands in
+    ``k`` uniformly random arrangements, and each is played to its end by the engine (all
+    cores, no Python per game); the outcome frequencies are smoothed by ``alpha`` pseudo-
+    counts each, so the log score stays finite. A position whose unseen cards are of one
+    class (or none) is determined and is played once, counting as ``k``. As ``k`` grows
+    the forecast converges to the exact posterior (``docs/forecasting.md``). ``max_cards``
+    must be the env's agreed limit.
+    """
+
+    name = "Bayes (Monte Carlo)"
+    observation = "counted"
+    hands_field = "known"
+
+    def __init__(self, n_players=2, k=256, alpha=0.5, seed=0, max_cards=None, threads=None):
+        super().__init__(n_players)
+        self.k = checks.integer("k", k, 1)
+        self.alpha = float(alpha)
+        self.seed = int(checks.seed(seed))
+        self.max_cards = checks.limit("max_cards", max_cards)
+        self.threads = threads
+        self.cards_played = 0  # by the rollouts so far: for the benchmarks
+
+    def counts(self, obs, progress=None):
+        """Outcome counts of each position (scaled to ``k`` rollouts each)."""
+        from .rollouts import play_out
+
+        _check_obs(self, obs)
+        counts, rollouts, played = play_out(
+            obs, self.hands_field, self.k, self.seed, self.max_cards, self.threads, progress
+        )
+        self.cards_played += played
+        return counts * (self.k / rollouts)[:, None]
+
+    def predict_proba(self, obs, progress=None):
+        counts = self.counts(obs, progress)
+        return (counts + self.alpha) / (self.k + self.alpha * self.n_outcomes)
+
+
+class Oracle(BayesMC):
+    """Every hand known (``observation="full"``): the outcome is determined; the oracle
+    plays the hands out once. A sanity row: accuracy 1."""
+
+    name = "oracle"
+    observation = "full"
+    hands_field = "hands"
+
+    def __init__(self, n_players=2, max_cards=None, threads=None):
+        super().__init__(n_players, k=1, alpha=0.0, max_cards=max_cards, threads=threads)
+
+
+def baselines(
+    n_players, *, seed=0, max_cards=None, prior_games=10**6, bayes_k=256, trees=200, epochs=40
+) -> list[Forecaster]:
+    """Every baseline of the published table, unfitted, weakest first."""
+    return [
+        Uniform(n_players),
+        SeatPrior(n_players, games=prior_games, seed=seed, max_cards=max_cards),
+        MostCards(n_players),
+        CalibratedMostCards(n_players),
+        logistic_regression(n_players, "public", seed),
+        gradient_boosting(n_players, "public", seed, trees),
+        gradient_boosting(n_players, "counted", seed, trees),
+        mlp(n_players, "counted", seed, epochs),
+        BayesMC(n_players, k=bayes_k, seed=seed, max_cards=max_cards),
+        Oracle(n_players, max_cards=max_cards),
+    ]

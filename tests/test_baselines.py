@@ -1,0 +1,115 @@
+"""`beggar baselines`: the study's pipeline on a tiny protocol, its outputs, and its errors."""
+
+import copy
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn", reason="the baselines need scikit-learn: pip install '.[baselines]'")
+pytest.importorskip("matplotlib", reason="the baselines' pictures need matplotlib: pip install '.[baselines]'")
+
+import beggar_env  # noqa: E402
+from beggar_env import baselines  # noqa: E402
+from beggar_env import evaluate as ev  # noqa: E402
+
+TINY = replace(
+    baselines.QUICK,
+    test_games=30,
+    train_games=300,
+    prior_games=20_000,
+    stats_games=20_000,
+    bayes_k=16,
+    bootstrap=50,
+    trees=10,
+    epochs=5,
+)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("baselines")
+    results = baselines.run((2, 3), TINY, seed=1)
+    written = baselines.write(results, out, "beggar baselines (tiny, from the tests)")
+    return results, out, written
+
+
+def test_every_forecaster_is_evaluated_for_every_player_count(study):
+    results, _, _ = study
+    assert set(results["players"]) == {"2", "3"}
+    for n, block in results["players"].items():
+        names = [r["forecaster"] for r in block["reports"]]
+        assert names[0] == "uniform" and names[-1] == "oracle" and any(name.startswith("Bayes") for name in names)
+        by_name = {r["forecaster"]: r for r in block["reports"]}
+        assert by_name["oracle"]["slices"]["all"]["accuracy"]["value"] == 1.0
+        assert by_name["seat prior"]["gap_closed"]["all"]["log_loss"] == 0
+        bayes = next(r for r in block["reports"] if r["forecaster"].startswith("Bayes"))
+        assert bayes["gap_closed"]["all"]["log_loss"] == 1
+        assert bayes["slices"]["all"]["log_loss"]["value"] < by_name["seat prior"]["slices"]["all"]["log_loss"]["value"]
+        test_games = beggar_env.simulate(TINY.test_games, n_players=int(n), seed=ev.TEST_SEED)
+        assert block["positions"] == test_games.cards.sum()  # every card step of every test game
+
+
+def test_game_statistics_match_simulate(study):
+    results, _, _ = study
+    stats = results["players"]["3"]["game_statistics"]
+    runs = beggar_env.simulate(TINY.stats_games, n_players=3, seed=1)
+    assert stats["games"] == TINY.stats_games and stats["cards"]["mean"] == pytest.approx(runs.cards.mean())
+    assert stats["cards"]["p50"] == np.percentile(runs.cards, 50)
+    assert [s["wins"] for s in stats["seats"]] == [int((runs.winner == seat).sum()) for seat in range(3)]
+    assert sum(stats["histogram_cards"]) == TINY.stats_games
+
+
+def test_outputs_are_written(study):
+    results, out, written = study
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["command"].startswith("beggar baselines") and saved["protocol"]["test_games"] == 30
+    assert saved["players"]["2"]["reports"][0]["slices"]["all"]["positions"] == results["players"]["2"]["positions"]
+    tables = (out / "tables.md").read_text()
+    assert "## 2 players" in tables and "| oracle | 1.000 (1.000-1.000)" in tables and "## Game statistics" in tables
+    assert {p.name for p in written} == {
+        "by_cards_2p.png",
+        "by_cards_3p.png",
+        "reliability_2p.png",
+        "reliability_3p.png",
+        "game_lengths.png",
+    }
+    assert all(p.stat().st_size > 10_000 for p in written)
+
+
+def test_policy_reports_are_added_as_rows(study, tmp_path):
+    results, _, _ = study
+    test = ev.TestSet.generate(2, TINY.test_games)
+    policy = ev.evaluate_policy(
+        beggar_env.forecasters.MostCards(2).act, test, name="a policy", observation="public", bootstrap=20
+    )
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(policy))
+    more = copy.deepcopy(results)
+    baselines.add_policies(more, [path])
+    names = [r["forecaster"] for r in more["players"]["2"]["reports"]]
+    assert names[-2:] == ["a policy", "oracle"] and len(names) == len(results["players"]["2"]["reports"]) + 1
+    added = more["players"]["2"]["reports"][-2]
+    assert added["slices"]["all"]["accuracy"] == policy["slices"]["all"]["accuracy"] and "gap_closed" in added
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({**policy, "games": 7}))
+    with pytest.raises(ValueError, match="test set"):
+        baselines.add_policies(copy.deepcopy(results), [wrong])
+
+
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["--out", __file__], "is a file"),
+        (["--policy", "/no/such.json"], "--policy"),
+        (["--players", "5"], "--players"),
+    ],
+)
+def test_bad_input_gives_one_line(args, word):
+    run = subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", "baselines", *args], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr

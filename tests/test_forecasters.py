@@ -1,0 +1,257 @@
+"""Forecasters and the evaluation protocol: the Bayes forecaster against exact enumeration
+of every arrangement on small decks, the oracle, the baselines, and the metrics against
+hand-computed values and scikit-learn's."""
+
+import itertools
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import beggar_env
+from beggar_env import datasets
+from beggar_env import evaluate as ev
+from beggar_env import forecasters as fc
+
+sklearn = pytest.importorskip("sklearn", reason="the learned baselines need scikit-learn: pip install '.[baselines]'")
+
+
+# ------------------------------------------------- Bayes against exact enumeration
+
+
+def distinct_arrangements(cards):
+    """Every distinct order of a multiset (as tuples)."""
+    if not cards:
+        yield ()
+        return
+    for card in sorted(set(cards)):
+        rest = list(cards)
+        rest.remove(card)
+        for tail in distinct_arrangements(rest):
+            yield (card, *tail)
+
+
+def exact_posterior(deal, cards_played, n_players):
+    """The exact outcome distribution after ``cards_played`` cards, given the public history,
+    under a uniform random deal of the deal's cards: every initial deal that agrees with
+    what has been turned so far, each played from the start by ``play``."""
+    env = gym.make("Beggar-v0", n_players=n_players, observation="counted")
+    obs, _ = env.reset(options={"deal": deal})
+    for _ in range(cards_played):
+        obs, *_ = env.step(0)
+    hidden = (obs["known"] == -2).sum(axis=1)  # the unseen tail of each initial hand
+    hands = [list(hand) for hand in beggar_env.parse_deal(deal).hands]
+    unseen = [c for c in range(5) for _ in range(int(obs["unseen"][c]))]
+    counts = np.zeros(n_players + 1)
+    for arrangement in distinct_arrangements(unseen):
+        cards = iter(arrangement)
+        rebuilt = []
+        for seat, hand in enumerate(hands):
+            keep = len(hand) - int(hidden[seat])
+            rebuilt.append(hand[:keep] + ["-JQKA"[next(cards)] for _ in range(int(hidden[seat]))])
+        result = beggar_env.play(beggar_env.Deal(tuple(tuple(h) for h in rebuilt)))
+        counts[n_players if result.winner is None else result.winner] += 1
+    return counts / counts.sum(), {name: np.asarray(value)[None] for name, value in obs.items()}
+
+
+SMALL_DEALS = [  # 10 to 14 cards, 2 and 3 players, several court cards: many arrangements
+    ("--J-Q-/-K--A-", 2, (0, 2, 4)),
+    ("-Q--J--/--A-K--", 2, (0, 3, 5)),
+    ("J---Q/-K---/--A-", 3, (0, 2, 4)),
+    ("-A--J/--Q-/-K--", 3, (0, 1, 3)),
+]
+
+
+@pytest.mark.parametrize("deal, n_players, positions", SMALL_DEALS)
+def test_bayes_monte_carlo_agrees_with_exact_enumeration(deal, n_players, positions):
+    k = 4000
+    bayes = fc.BayesMC(n_players, k=k, seed=3)
+    uncertain = 0
+    for cards_played in positions:
+        exact, obs = exact_posterior(deal, cards_played, n_players)
+        assert (obs["unseen"][0] > 0).sum() >= 2  # an open position: k rollouts
+        estimate = bayes.counts(obs)[0] / k
+        tolerance = 5 * np.sqrt(np.maximum(exact * (1 - exact), 1 / k) / k)
+        assert (np.abs(estimate - exact) <= tolerance).all(), (deal, cards_played, estimate, exact)
+        uncertain += exact.max() < 0.9
+    assert uncertain >= 1  # the comparison is not only between certainties
+
+
+def test_a_determined_position_is_played_once_and_forecast_with_certainty():
+    data = datasets.generate(30, observation="counted", seed=11)
+    fixed = (data.fields["unseen"] > 0).sum(axis=1) < 2
+    obs = {name: value[fixed][:500] for name, value in data.fields.items()}
+    bayes = fc.BayesMC(2, k=256)
+    probs = bayes.predict_proba(obs)
+    assert (probs.argmax(axis=1) == data.label[fixed][:500]).all()
+    assert (probs.max(axis=1) > 0.99).all()
+    before = bayes.cards_played
+    counts, rollouts, played = beggar_env.rollouts.play_out(obs, "known", 256, 0, 2**63 - 1)
+    assert (rollouts == 1).all() and played > 0 and before > 0
+
+
+def test_the_oracle_plays_the_hands_out():
+    test = ev.TestSet.generate(3, 40, seed=5)
+    oracle = fc.Oracle(3)
+    probs = oracle.predict_proba(test.observations("full"))
+    assert (probs.argmax(axis=1) == test.labels).all() and np.allclose(probs.max(axis=1), 1)
+
+
+def test_rollouts_respect_the_limit_and_seed():
+    data = datasets.generate(20, observation="counted", seed=2, max_cards=60)
+    obs = {name: value[:300] for name, value in data.fields.items()}
+    limited = fc.BayesMC(2, k=64, seed=1, max_cards=60)
+    a = limited.predict_proba(obs)
+    assert np.array_equal(a, fc.BayesMC(2, k=64, seed=1, max_cards=60).predict_proba(obs))
+    assert not np.array_equal(a, fc.BayesMC(2, k=64, seed=2, max_cards=60).predict_proba(obs))
+    fixed = (obs["unseen"] > 0).sum(axis=1) < 2  # with the limit, a determined position is a limit outcome
+    assert (a[fixed].argmax(axis=1) == data.label[:300][fixed]).all()
+
+
+# --------------------------------------------------------------- baselines
+
+
+@pytest.fixture(scope="module")
+def two_player():
+    train = datasets.generate(600, observation="counted", samples=8, seed=101)
+    test = ev.TestSet.generate(2, 150, seed=ev.TEST_SEED)
+    return train, test
+
+
+def test_simple_baselines(two_player):
+    train, test = two_player
+    obs = test.observations("public")
+    n = len(obs["cards"])
+    assert np.allclose(fc.Uniform(2).predict_proba(obs), 1 / 3)
+    prior = fc.SeatPrior(2, games=50_000, seed=4).fit()
+    runs = beggar_env.simulate(50_000, seed=4)
+    expected = np.bincount(np.where(runs.winner >= 0, runs.winner, 2), minlength=3) / 50_000
+    assert np.allclose(prior.predict_proba(obs), expected) and prior.predict_proba(obs).shape == (n, 3)
+    most = fc.MostCards(2).predict_proba(obs)
+    hands = obs["hand_sizes"]
+    assert ((most[:, 0] == 1) == (hands[:, 0] > hands[:, 1])).all() and (
+        most[hands[:, 0] == hands[:, 1], :2] == 0.5
+    ).all()
+    calibrated = fc.CalibratedMostCards(2).fit(train)
+    probs = calibrated.predict_proba(obs)
+    assert np.allclose(probs.sum(axis=1), 1) and (probs[:, 2] == calibrated.no_winner).all()
+    accuracy = ev.position_scores(probs, test.labels)["accuracy"].mean()
+    assert accuracy > ev.position_scores(most, test.labels)["accuracy"].mean() - 0.02
+
+
+def test_learned_baselines_beat_the_prior_and_counting_helps(two_player):
+    train, test = two_player
+    prior = ev.evaluate(fc.SeatPrior(2, games=20_000).fit(), test, bootstrap=50)
+    public = ev.evaluate(fc.gradient_boosting(2, "public", max_iter=50).fit(train), test, bootstrap=50)
+    counted = ev.evaluate(fc.gradient_boosting(2, "counted", max_iter=50).fit(train), test, bootstrap=50)
+    logistic = ev.evaluate(fc.logistic_regression(2).fit(train), test, bootstrap=50)
+    for result in (public, counted, logistic):
+        assert result["slices"]["all"]["log_loss"]["value"] < prior["slices"]["all"]["log_loss"]["value"]
+    assert counted["slices"]["all"]["accuracy"]["value"] > public["slices"]["all"]["accuracy"]["value"]
+
+
+def test_act_gives_env_actions_for_one_observation_and_a_batch(two_player):
+    _, test = two_player
+    forecaster = fc.MostCards(2)
+    env = gym.make("Beggar-v0")
+    obs, _ = env.reset(seed=1)
+    label = forecaster.act(obs)
+    assert isinstance(label, int) and env.action_space.contains(label)
+    probs = forecaster.act(obs, "probs")
+    assert gym.make("Beggar-v0", forecast="probs").action_space.contains(probs)
+    batch = forecaster.act(test.observations("public"))
+    assert batch.shape == (len(test.labels),)
+
+
+def test_forecasters_refuse_observations_they_cannot_read():
+    public = datasets.generate(5, seed=1).fields
+    with pytest.raises(ValueError, match="counted"):
+        fc.BayesMC(2).predict_proba(public)
+    with pytest.raises(ValueError, match="3 players"):
+        fc.Uniform(3).predict_proba(public)
+    with pytest.raises(TypeError, match="classifier"):
+        fc.Learned(2, model=object())
+
+
+# ----------------------------------------------------------------- metrics
+
+
+def test_metrics_by_hand_and_against_scikit_learn():
+    from sklearn.metrics import accuracy_score, brier_score_loss, log_loss
+
+    probs = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.0, 1.0, 0.0], [0.4, 0.4, 0.2]])
+    labels = np.array([0, 2, 0, 1])
+    scores = ev.position_scores(probs, labels)
+    assert scores["accuracy"].tolist() == [1, 0, 0, 0]  # a tie goes to the first, as the env scores it
+    assert np.allclose(scores["log_loss"], [-math.log(0.7), -math.log(0.3), -math.log(1e-6), -math.log(0.4)])
+    assert np.allclose(scores["brier"], [0.14, 0.78, 2.0, 0.16 + 0.36 + 0.04])
+    assert scores["accuracy"].mean() == accuracy_score(labels, probs.argmax(axis=1))
+    clipped = np.clip(probs, 1e-6, 1)
+    assert np.isclose(scores["log_loss"].mean(), log_loss(labels, clipped / clipped.sum(1, keepdims=True)), atol=1e-5)
+    assert np.isclose(scores["brier"].mean(), brier_score_loss(labels, probs, labels=[0, 1, 2], scale_by_half=False))
+
+
+def test_expected_calibration_error_by_hand():
+    confidence = np.array([0.9, 0.9, 0.8, 0.8, 0.6, 0.6])
+    correct = np.array([1, 1, 1, 0, 0, 1])
+    # three bins of two, sorted by confidence: (0.6, 0.6) acc 0.5, (0.8, 0.8) acc 0.5, (0.9, 0.9) acc 1
+    expected = (abs(0.5 - 0.6) + abs(0.5 - 0.8) + abs(1 - 0.9)) / 3
+    assert np.isclose(ev.expected_calibration_error(confidence, correct, bins=3), expected)
+    assert ev.expected_calibration_error(np.array([0.7] * 10), np.array([1] * 7 + [0] * 3), bins=5) < 1e-12
+
+
+def test_summaries_weigh_positions_and_games_and_bootstrap_whole_games():
+    game = np.array([0, 0, 0, 1, 2, 2])
+    scores = {"accuracy": np.array([1.0, 1, 1, 0, 0, 1]), "log_loss": np.ones(6), "brier": np.zeros(6)}
+    scores["confidence"] = np.full(6, 0.5)
+    out = ev.summarise(scores, game, 3, np.ones(6, bool), bootstrap=400)
+    assert out["accuracy"]["value"] == pytest.approx(4 / 6)
+    assert out["accuracy"]["game_weighted"] == pytest.approx((1 + 0 + 0.5) / 3)
+    low, high = out["accuracy"]["ci95"]
+    assert 0 <= low < 4 / 6 < high <= 1 and out["log_loss"]["ci95"] == [1.0, 1.0]
+
+
+def test_the_protocol_report_and_its_slices(two_player):
+    _, test = two_player
+    result = ev.evaluate(fc.MostCards(2), test, bootstrap=100)
+    slices = result["slices"]
+    assert slices["all"]["positions"] == len(test.labels) == result["positions"]
+    assert sum(slices[ev.phase_name(lo, hi)]["positions"] for lo, hi in ev.PHASES) == len(test.labels)
+    assert sum(slices[f"progress Q{q}"]["positions"] for q in range(1, 5)) == len(test.labels)
+    assert 0 < slices["open"]["positions"] < len(test.labels)
+    assert slices["open"]["accuracy"]["value"] < slices["progress Q4"]["accuracy"]["value"]
+    scores = ev.position_scores(fc.MostCards(2).predict_proba(test.observations("public")), test.labels)
+    assert slices["all"]["accuracy"]["value"] == pytest.approx(scores["accuracy"].mean())
+
+
+def test_a_policy_in_the_env_scores_as_the_forecaster_does(two_player):
+    _, test = two_player
+    forecaster = fc.MostCards(2)
+    offline = ev.evaluate(forecaster, test, bootstrap=100)
+    labels = ev.evaluate_policy(forecaster.act, test, observation="public", bootstrap=100)
+    probs = ev.evaluate_policy(
+        lambda obs: forecaster.act(obs, "probs"), test, observation="public", forecast="probs", bootstrap=100
+    )
+    for slice_name in ("all", "open", "cards 0-25", "progress Q3"):
+        for metric in ("accuracy", "brier", "log_loss"):
+            value = offline["slices"][slice_name][metric]["value"]
+            assert probs["slices"][slice_name][metric]["value"] == pytest.approx(value)
+        accuracy = offline["slices"][slice_name]["accuracy"]["value"]
+        assert labels["slices"][slice_name]["accuracy"]["value"] == pytest.approx(accuracy)
+
+
+def test_a_forecaster_trained_on_the_test_seed_is_refused(two_player):
+    _, test = two_player
+    cheat = fc.CalibratedMostCards(2).fit(datasets.generate(50, seed=ev.TEST_SEED))
+    with pytest.raises(ValueError, match="test seed"):
+        ev.evaluate(cheat, test)
+
+
+def test_gap_closed():
+    def fake(value):
+        return {"slices": {"all": {m: {"value": value} for m in ev.METRICS}}}
+
+    assert ev.gap_closed(fake(0.75), fake(0.5), fake(1.0))["accuracy"] == pytest.approx(0.5)
+    assert ev.gap_closed(fake(0.5), fake(0.5), fake(1.0))["log_loss"] == 0
+    assert list(itertools.islice(distinct_arrangements([0, 0, 1]), 5)) == [(0, 0, 1), (0, 1, 0), (1, 0, 0)]
