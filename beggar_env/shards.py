@@ -38,7 +38,7 @@ SAMPLES, DEALS = "samples", "deals"
 SHARD_GAMES = 1 << 16  # games per shard: about 17 M samples (~230 MB) for every card of 2-player games
 LOAD_ROWS = 1 << 20  # rows turned into flat int32 rows at a time, when loading
 SPLIT_STREAM = 2**63  # the item of the seed's stream whose key draws the games' splits (no game is this far)
-# lz4 without dictionaries writes about three times as fast as zstd with them, for files about
+# lz4 without dictionaries writes about 3.5 times as fast as zstd with them, for files about
 # three times as large, and batches of 64 k values beat pyarrow's 1 k (benchmarks/bench.py
 # --only parquet): writing is most of the cost of streaming.
 SAMPLE_OPTIONS = dict(compression="lz4", use_dictionary=False, write_statistics=["game"], write_batch_size=1 << 16)

@@ -95,6 +95,7 @@ class SampleStream:
                 buffers = self.new_buffers(n_rows)
             counts, results, first = block.counts[start:stop], block.results[start:stop], block.lo + start
             dest, bounds = _group_by_split(counts, block.splits[start:stop], len(self.job.split_names))
+            # game i's samples go to rows dest[i] .. of the column-major buffer (the replay reads offsets[i] only)
             datasets._write_samples(
                 self.key, first, results, dest, self.mode, self.k, self.settings, buffers.rows, self.work[0]
             )

@@ -181,6 +181,9 @@ def test_a_games_split_is_whole_and_does_not_depend_on_the_number_of_games(tmp_p
     fewer = shards.Job.of(300, seed=2, split="train=0.9,valid=0.05,test=0.05")
     np.testing.assert_array_equal(fewer.game_splits(0, 300), splits[:300])
     np.testing.assert_array_equal(job.game_splits(1000, 1200), splits[1000:1200])
+    k = core.stream_key(2, 2**63)  # the draws docs/datasets.md documents
+    draws = [int(core.stream_key(k, i)) / 2**64 for i in range(200)]
+    np.testing.assert_array_equal(np.searchsorted([0.9, 0.95], draws, side="right"), splits[:200])
     assert abs((splits == 0).mean() - 0.9) < 0.02 and abs((splits == 2).mean() - 0.05) < 0.01
     assert not np.array_equal(shards.Job.of(5000, seed=3, split="a=0.5,b=0.5").game_splits(0, 5000) == 0, splits == 0)
 
