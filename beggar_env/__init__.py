@@ -33,6 +33,7 @@ _EXPORTS = {
 _SUBMODULES = (
     "checks",
     "cli",
+    "columns",
     "core",
     "datasets",
     "deals",
@@ -41,7 +42,9 @@ _SUBMODULES = (
     "game",
     "jit",
     "render",
+    "shards",
     "stats",
+    "streaming",
     "task",
     "vector",
 )

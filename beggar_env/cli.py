@@ -1,11 +1,13 @@
 """The ``beggar`` command: play one deal, simulate many games, generate datasets.
 
-Bad input gives one line on stderr and exit status 2; Ctrl-C or SIGTERM stop any run
-within a second (exit status 130 or 143), leaving no partial file behind.
+Bad input gives one line on stderr and exit status 2, a failed write (a full disk) one line
+and status 1; Ctrl-C or SIGTERM stop any run within a second (exit status 130 or 143),
+leaving no partial file behind.
 """
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -122,7 +124,16 @@ def build_parser():
     )
     _add_run_options(d, "generating")
     _add_limits(d, tricks=False)
-    d.add_argument("--out", required=True, metavar="FILE.npz", help="where to save it (beggar_env.datasets.load)")
+    d.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR|FILE.npz",
+        help="a new or empty folder for Parquet shards, streamed as they are generated (needs pyarrow), "
+        "or a .npz file for a small set (beggar_env.datasets.load reads either)",
+    )
+    d.add_argument("--split", metavar="NAME=F,...", help="Parquet: split by game, e.g. train=0.9,test=0.1")
+    d.add_argument("--game-weights", action="store_true", help="Parquet: a weight column, so that every game weighs 1")
+    d.add_argument("--shard-games", type=_whole_number(1), metavar="N", help="Parquet: games per shard (default 65536)")
 
     b = commands.add_parser(
         "baselines",
@@ -369,8 +380,6 @@ def _cmd_dataset(args):
             raise UsageError(
                 f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {checks.excerpt(samples)}"
             ) from None
-    out = _out_path("dataset", args.out)
-    seed = _seed(args)
     options = dict(
         n_players=args.players,
         observation=args.observation,
@@ -378,6 +387,13 @@ def _cmd_dataset(args):
         threads=args.threads,
         max_cards=args.max_cards,
     )
+    if not args.out.endswith(".npz"):
+        return _dataset_to_parquet(args, options)
+    parquet_only = [name for name in ("split", "game_weights", "shard_games") if getattr(args, name)]
+    if parquet_only:
+        raise UsageError(f"beggar dataset: --{parquet_only[0].replace('_', '-')} is for Parquet: give --out DIR")
+    out = _out_path("dataset", args.out)
+    seed = _seed(args)
     _compiling_notice(lambda: datasets.generate(1, seed=seed, **options))  # samples/s counts generating only
     dataset, seconds = _run_with_progress(
         "game",
@@ -390,6 +406,42 @@ def _cmd_dataset(args):
         f"{args.observation} observation, samples={args.samples}, seed {seed}) saved to {out}"
     )
     print(f"{len(dataset) / seconds:,.0f} samples/s ({seconds:.2f} s)")
+
+
+def _dataset_to_parquet(args, options):
+    import tempfile
+
+    from . import shards
+
+    try:
+        shards.require_pyarrow()
+        splits = shards.parse_splits(args.split)
+    except ImportError as error:
+        raise UsageError(f"beggar dataset: {error}; or give --out FILE.npz") from None
+    except ValueError as error:
+        raise UsageError(f"beggar dataset: --{error}") from None
+    try:
+        shards.check_directory(args.out)
+    except ValueError as error:
+        raise UsageError(f"beggar dataset: --out: {error}") from None
+    seed = _seed(args)
+    extra = dict(split=args.split, game_weights=args.game_weights, shard_games=args.shard_games or shards.SHARD_GAMES)
+    with tempfile.TemporaryDirectory() as folder:  # samples/s counts generating only
+        _compiling_notice(lambda: shards.generate(os.path.join(folder, "d"), 1, seed=seed, **options, **extra))
+    meta, seconds = _run_with_progress(
+        "game",
+        args.no_progress,
+        lambda progress: shards.generate(args.out, args.games, seed=seed, progress=progress, **options, **extra),
+    )
+    n, size = meta["n_samples"], meta["bytes"]
+    print(
+        f"{plural(n, 'sample')} of {plural(args.games, 'game')} ({args.players} players, {args.observation} "
+        f"observation, samples={args.samples}, seed {seed}) saved to {args.out} as Parquet: "
+        f"{plural(len(meta['shards']), 'shard')}, {size / 2**20:,.1f} MiB ({size / max(n, 1):.1f} bytes a sample)"
+    )
+    if splits is not None:
+        print("splits: " + ", ".join(f"{name} {count:,}" for name, count in meta["split_samples"].items()))
+    print(f"{n / seconds:,.0f} samples/s ({seconds:.2f} s)")
 
 
 def _cmd_baselines(args):
@@ -498,8 +550,23 @@ def main(argv=None):
         return 143
     except BrokenPipeError:
         return 0
+    except OSError as error:  # a full disk, say: the command has removed what it wrote
+        print(f"beggar: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
+def run():
+    """The ``beggar`` command: :func:`main`, then exit. After Ctrl-C or SIGTERM, whose
+    clean-up is done, the process ends at once rather than tear down numba's and pyarrow's
+    native libraries (a second on 2 cores)."""
+    status = main()
+    if status in (130, 143):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

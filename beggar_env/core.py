@@ -269,11 +269,11 @@ def stream_key(seed, index):
 
 
 @jit
-def stream_keys(seed, n):
-    """The keys of items 0 .. n-1 of the stream seeded by ``seed`` (a uint64)."""
+def stream_keys(seed, n, first=0):
+    """The keys of items ``first .. first + n - 1`` of the stream seeded by ``seed`` (a uint64)."""
     keys = np.empty(n, np.uint64)
     for i in range(n):
-        keys[i] = derive_key(seed, i)
+        keys[i] = derive_key(seed, first + i)
     return keys
 
 

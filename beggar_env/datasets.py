@@ -7,6 +7,7 @@ drawn at random (with replacement) among a game's card-level decision points
 (``samples=k``). Game ``i`` is game ``i`` of ``simulate(n_games, seed=seed)``.
 """
 
+import os
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -35,7 +36,8 @@ class Dataset:
     (its game's index), ``outcome`` (1 win, 2 cycle, 3 limit: ``beggar_env.OUTCOMES``),
     ``winner`` (seat, -1 none), ``label`` (the env's forecast label: the winner, or
     n_players for none), ``game_cards`` and ``game_tricks`` (its game's length, to the
-    end or the first repeat) and ``progress`` (cards played so far / game_cards).
+    end or the first repeat), ``progress`` (cards played so far / game_cards) and
+    ``weight`` (1 / the samples of its game, so that each game counts once).
     """
 
     observations: np.ndarray
@@ -70,6 +72,11 @@ class Dataset:
     def progress(self) -> np.ndarray:
         return self.fields["cards"] / np.maximum(self.game_cards, 1)
 
+    @property
+    def weight(self) -> np.ndarray:
+        """1 / the samples of each sample's game: weighted so, every game counts once."""
+        return 1.0 / np.bincount(self.game)[self.game]
+
     def save(self, path) -> str:
         """Save as ``.npz`` (uncompressed; ``.npz`` is added to a name without it) and
         return the path written. The file is replaced whole or not at all."""
@@ -78,8 +85,16 @@ class Dataset:
         return files.save_npz(path, **arrays, **meta)
 
 
-def load(path) -> Dataset:
-    """A :class:`Dataset` saved with :meth:`Dataset.save`."""
+def load(path, *, split=None) -> Dataset:
+    """A :class:`Dataset` saved with :meth:`Dataset.save`, or a folder of Parquet shards
+    (``beggar dataset --out DIR``; ``split`` picks splits), read whole into memory: see
+    :func:`beggar_env.shards.load`, and :func:`batches` for data that does not fit."""
+    if os.path.isdir(path):
+        from . import shards
+
+        return shards.load(path, split=split)
+    if split is not None:
+        raise ValueError("split: a .npz dataset has no splits")
     with np.load(path, allow_pickle=False) as data:
         return Dataset(
             **{name: data[name] for name in Dataset.ARRAYS},
@@ -88,6 +103,14 @@ def load(path) -> Dataset:
             samples=str(data["samples"]),
             seed=int(data["seed"]),
         )
+
+
+def batches(path, *, split=None, columns=None, batch_size: int = 1 << 16):
+    """The samples of a folder of Parquet shards as ``pyarrow.RecordBatch`` es, in bounded
+    memory whatever its size (see :func:`beggar_env.shards.batches`)."""
+    from . import shards
+
+    return shards.batches(path, split=split, columns=columns, batch_size=batch_size)
 
 
 def _check_samples(samples):

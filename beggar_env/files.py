@@ -34,6 +34,7 @@ def replacing(path):
     folder = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".partial", dir=folder)
     try:
+        os.chmod(temporary, 0o666 & ~_umask())  # as open() would create it, not mkstemp's 0o600
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
@@ -45,6 +46,12 @@ def replacing(path):
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def save_npz(path, **arrays) -> str:

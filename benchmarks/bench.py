@@ -38,15 +38,18 @@ C_SOURCE = HERE / "beggar_ref.c"
 KLEBER = "---JQ---K-A----A-J-K---QK-/-J-----------AJQA----K---Q"
 
 BENCHMARKS = []  # (name, function, one-line description), in running order
+ON_REQUEST = set()  # benchmarks that run only when --only names them (minutes long)
 
 
-def benchmark(name):
+def benchmark(name, on_request=False):
     """Register ``function(ctx)`` as the benchmark ``name``; its docstring's first line
-    describes it in ``--list``."""
+    describes it in ``--list``. ``on_request``: run only with ``--only name``."""
 
     def register(function):
         doc = (function.__doc__ or "").strip().splitlines()
         BENCHMARKS.append((name, function, doc[0] if doc else ""))
+        if on_request:
+            ON_REQUEST.add(name)
         return function
 
     return register
@@ -885,6 +888,220 @@ def bench_dataset(ctx):
     ctx.figure(line)
 
 
+# The command run with its own peak RSS reported (VmHWM: the rusage of a child counts what it
+# shared with this process before exec).
+PEAK_RSS = """
+import atexit, runpy, sys
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            sys.stderr.write("peak-rss-kib " + line.split()[1] + "\\n")
+atexit.register(peak)
+sys.argv = ["beggar", *sys.argv[1:]]
+runpy.run_module("beggar_env.cli", run_name="__main__")
+"""
+BEGGAR = [sys.executable, "-c", PEAK_RSS]
+
+
+def run_measured(args):
+    """Run ``beggar *args``; return (exit status, wall seconds, peak RSS in bytes or None, stdout)."""
+    t = time.perf_counter()
+    run = subprocess.run([*BEGGAR, *args], capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    peaks = [int(line.split()[1]) * 1024 for line in run.stderr.splitlines() if line.startswith("peak-rss-kib ")]
+    return run.returncode, seconds, peaks[-1] if peaks else None, run.stdout
+
+
+def folder_bytes(path):
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+@benchmark("parquet")
+def bench_parquet(ctx):
+    """Streaming to Parquet shards vs in-memory datasets.generate (same run); peak RSS; writing and reading."""
+    import gc
+
+    try:
+        from beggar_env import datasets, shards
+
+        shards.require_pyarrow()
+    except ImportError as e:
+        print(f"parquet: skipped: {e}")
+        return
+    quick = ctx.args.quick
+    n_games = 2_000 if quick else 20_000
+    rounds = min(ctx.args.repeats, 3)
+    threads = ctx.numba_threads
+    kwargs = dict(n_players=2, observation="public", samples="card", seed=1)
+    section(f"parquet: {n_games:,} games, every card, public, 2 players, {threads} threads, best of {rounds}")
+    work = Path(tempfile.mkdtemp(prefix="beggar_bench_parquet_"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
+    expected = datasets.generate(n_games, **kwargs)
+    meta = shards.generate(work / "check", n_games, **kwargs)
+    same = all(
+        np.array_equal(getattr(datasets.load(work / "check"), n), getattr(expected, n))
+        for n in ("observations", "game")
+    )
+    if not same:
+        ctx.fail("the Parquet shards read back differ from datasets.generate's samples")
+    n_samples = len(expected)
+    del expected
+    gc.collect()
+
+    def in_memory():
+        n = len(datasets.generate(n_games, threads=threads, **kwargs))
+        gc.collect()
+        return n
+
+    def streamed():
+        shutil.rmtree(work / "run", ignore_errors=True)
+        return shards.generate(work / "run", n_games, threads=threads, **kwargs)["n_samples"]
+
+    best = interleaved_best({"in memory": (in_memory, None, True), "streamed": (streamed, None, True)}, rounds)
+    rate = {name: count / seconds for name, (seconds, count, _) in best.items()}
+    ratio = rate["streamed"] / rate["in memory"]
+    table(
+        ["", "samples", "best s", "samples/s"],
+        [[name, f"{count:,}", f"{seconds:.3f}", fmt_rate(rate[name])] for name, (seconds, count, _) in best.items()],
+    )
+    print(f"on disk: {meta['bytes'] / 2**20:,.1f} MiB, {meta['bytes'] / n_samples:.1f} bytes a sample (lz4)")
+
+    rss = {}
+    for label, out in (("streamed (--out DIR)", work / "rss"), ("in memory (--out FILE.npz)", work / "rss.npz")):
+        status, _, peak, _ = run_measured(["dataset", "--games", str(n_games), "--seed", "1", "--out", str(out)])
+        if status != 0:
+            ctx.fail(f"beggar dataset --out {out.name} exited with status {status}")
+        rss[label] = peak
+    print(
+        "peak RSS of `beggar dataset`: " + ", ".join(f"{label} {peak / 2**20:,.0f} MiB" for label, peak in rss.items())
+    )
+    print()
+    table(
+        ["target", "value", "target", ""],
+        [["streamed / in-memory samples/s", f"{ratio:.2f}x", ">= 0.5x", verdict(ratio, 0.5)]],
+        ["<", ">", "<", "<"],
+    )
+    bench_parquet_writing(work / "check", n_samples)
+    bench_parquet_reading(work / "check", n_samples)
+    ctx.figure(
+        f"Parquet shards: {fmt_rate(rate['streamed'])} samples/s streamed, {ratio:.2f}x in-memory generate "
+        f"({fmt_rate(rate['in memory'])}); peak RSS {rss['streamed (--out DIR)'] / 2**20:,.0f} MiB "
+        f"({n_games:,} games); {meta['bytes'] / n_samples:.1f} bytes a sample"
+    )
+
+
+def bench_parquet_reading(folder, n_samples):
+    """Reading one set of samples written two ways: one column per slot (the package's
+    layout) and the pile as a fixed-size list column; pyarrow, pandas and polars."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    slots = pq.read_table(next(Path(folder, "samples").glob("*.parquet")))
+    pile = [name for name in slots.column_names if name.startswith("pile_") and name != "pile_size"]
+    flat = np.stack([slots.column(name).to_numpy() for name in pile], axis=1).ravel()
+    as_list = pa.FixedSizeListArray.from_arrays(pa.array(flat), len(pile))
+    listed = slots.drop_columns(pile).append_column("pile", as_list)
+    files = {
+        "one column per slot": Path(folder, "slots.parquet"),
+        "pile as a fixed-size list": Path(folder, "list.parquet"),
+    }
+    from beggar_env.shards import SAMPLE_OPTIONS
+
+    options = {**SAMPLE_OPTIONS, "write_statistics": False}
+    pq.write_table(slots, files["one column per slot"], **options)
+    pq.write_table(listed, files["pile as a fixed-size list"], **options)
+    readers = {"pyarrow": lambda path: pq.read_table(path)}
+    for module, read in (("pandas", "read_parquet"), ("polars", "read_parquet")):
+        try:
+            readers[module] = getattr(__import__(module), read)
+        except ImportError:
+            print(f"reading: {module} is not installed: skipped")
+    contenders = {
+        f"{reader}, {layout}": (lambda r=r, p=p: r(p), None, True)
+        for layout, p in files.items()
+        for reader, r in readers.items()
+    }
+    best = interleaved_best(contenders, 3)
+    print()
+    print(f"reading {n_samples:,} samples into memory (best of 3):")
+    table(
+        ["reader, layout", "best s", "samples/s", "file MiB"],
+        [
+            [
+                name,
+                f"{seconds:.3f}",
+                fmt_rate(n_samples / seconds),
+                f"{files[name.split(', ', 1)[1]].stat().st_size / 2**20:.1f}",
+            ]
+            for name, (seconds, _, _) in best.items()
+        ],
+    )
+
+
+def bench_parquet_writing(folder, n_samples):
+    """Writing one set of samples with the package's options and with others."""
+    import pyarrow.parquet as pq
+
+    from beggar_env.shards import SAMPLE_OPTIONS
+
+    samples = pq.read_table(next(Path(folder, "samples").glob("*.parquet"))).combine_chunks()
+    default_batches = {name: value for name, value in SAMPLE_OPTIONS.items() if name != "write_batch_size"}
+    ways = {
+        "lz4, no dictionaries, batches of 64 k (the package's)": SAMPLE_OPTIONS,
+        "lz4, no dictionaries, pyarrow's batches (1 k)": default_batches,
+        "zstd, dictionaries": dict(compression="zstd", use_dictionary=True),
+        "pyarrow's defaults (snappy, dictionaries)": {},
+    }
+    out = Path(folder, "written.parquet")
+    sizes = {}
+
+    def write(name):
+        pq.write_table(samples, out, **ways[name])
+        sizes[name] = out.stat().st_size
+
+    best = interleaved_best({name: (lambda n=name: write(n), None, True) for name in ways}, 3)
+    print()
+    print(f"writing {n_samples:,} samples, one thread (best of 3):")
+    table(
+        ["options", "best s", "samples/s", "bytes a sample"],
+        [
+            [name, f"{seconds:.3f}", fmt_rate(n_samples / seconds), f"{sizes[name] / n_samples:.1f}"]
+            for name, (seconds, _, _) in best.items()
+        ],
+    )
+
+
+@benchmark("parquet-scale", on_request=True)
+def bench_parquet_scale(ctx):
+    """`beggar dataset --games 1000000 --out DIR` (every card, public): time, peak RSS, disk."""
+    n_games = 100_000 if ctx.args.quick else 1_000_000
+    section(f"parquet-scale: beggar dataset --games {n_games:,} --seed 1 --out DIR (every card, public, 2 players)")
+    work = Path(tempfile.mkdtemp(prefix="beggar_bench_scale_"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
+    status, seconds, peak, stdout = run_measured(
+        ["dataset", "--games", str(n_games), "--seed", "1", "--out", str(work / "d"), "--no-progress"]
+    )
+    if status != 0:
+        ctx.fail(f"beggar dataset exited with status {status}")
+        return
+    size = folder_bytes(work / "d")
+    n_samples = int(stdout.split(" samples", 1)[0].split()[-1].replace(",", ""))
+    print(stdout.strip())
+    table(
+        ["target", "value", "target", ""],
+        [
+            ["wall time", f"{seconds:.0f} s", "<= 600 s", verdict(600, seconds)],
+            ["peak RSS", f"{peak / 2**30:.2f} GiB", "<= 2 GiB", verdict(2**31, peak)],
+        ],
+        ["<", ">", "<", "<"],
+    )
+    print(f"disk: {size / 2**30:.2f} GiB for {n_samples:,} samples, {size / n_samples:.1f} bytes a sample")
+    ctx.figure(
+        f"beggar dataset, {n_games:,} games to Parquet: {seconds:.0f} s, peak RSS {peak / 2**20:,.0f} MiB, "
+        f"{size / 2**30:.2f} GiB ({size / n_samples:.1f} bytes a sample, {n_samples:,} samples)"
+    )
+
+
 # -------------------------------------------------------------------------- main
 
 
@@ -914,7 +1131,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.list:
         for name, _, doc in BENCHMARKS:
-            print(f"{name:12} {doc}")
+            print(f"{name:14} {doc}{' (only with --only)' if name in ON_REQUEST else ''}")
         return 0
     quick = args.quick
     args.games = args.games if args.games is not None else (20_000 if quick else 200_000)
@@ -927,7 +1144,7 @@ def main(argv=None):
     ctx = Context(args)
     started = time.perf_counter()
     for name, function, _ in BENCHMARKS:
-        if args.only and name not in args.only:
+        if (args.only and name not in args.only) or (not args.only and name in ON_REQUEST):
             continue
         function(ctx)
     print()

@@ -171,14 +171,25 @@ def test_out_gets_its_suffix_and_the_real_path_is_printed(tmp_path):
     assert f"raw results saved to {tmp_path / 'runs.npz'}" in run.stdout
     assert run.stdout.startswith("1 game, 2 players, seed 3\n")
     assert [p.name for p in tmp_path.iterdir()] == ["runs.npz"]
-    run = beggar("dataset", "--games", "1", "--samples", "1", "--seed", "3", "--out", str(tmp_path / "one"))
+    run = beggar("dataset", "--games", "1", "--samples", "1", "--seed", "3", "--out", str(tmp_path / "one.npz"))
     assert "1 sample of 1 game" in run.stdout and f"saved to {tmp_path / 'one.npz'}" in run.stdout
+    run = beggar("dataset", "--games", "1", "--samples", "1", "--seed", "3", "--out", str(tmp_path / "one"))
+    assert f"saved to {tmp_path / 'one'} as Parquet" in run.stdout  # a dataset without .npz is a folder of shards
 
 
-@pytest.mark.parametrize("command", [["simulate", "--games", "10"], ["dataset", "--games", "10"]])
-def test_an_out_folder_is_refused_before_any_work(tmp_path, command):
-    for out in (str(tmp_path) + "/", str(tmp_path), str(tmp_path / "missing" / "x.npz")):
-        run = beggar(*command, "--out", out)
+@pytest.mark.parametrize(
+    "command, outs",
+    [
+        (["simulate", "--games", "10"], ["{tmp}/", "{tmp}", "{tmp}/missing/x.npz"]),
+        (
+            ["dataset", "--games", "10"],
+            ["{tmp}/missing/x.npz", "{tmp}/missing/dataset"],
+        ),  # an empty folder takes shards
+    ],
+)
+def test_an_out_folder_is_refused_before_any_work(tmp_path, command, outs):
+    for out in outs:
+        run = beggar(*command, "--out", out.format(tmp=tmp_path))
         assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert "--out" in run.stderr
     assert list(tmp_path.iterdir()) == []

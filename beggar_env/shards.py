@@ -1,0 +1,478 @@
+"""Datasets on disk: Parquet shards, written as the games are generated, in bounded memory.
+
+A dataset directory holds::
+
+    dataset.json                              what it is (written last: a folder without it is incomplete)
+    samples/shard-00000.parquet               the samples of games 0 .. shard_games - 1, in game order
+    samples/split=train/shard-00000.parquet   ... or, with splits, one folder per split (hive style)
+    deals/shard-00000.parquet                 one row per game: its deal, outcome, length (and split)
+    INCOMPLETE                                only while it is being generated, or after a crash
+
+Shard ``j`` holds games ``j * shard_games ..``. :func:`generate` makes a whole dataset in
+one process; it is :func:`create`, :func:`write_games` over all games, then :func:`finish`.
+:func:`write_games` writes the shards of a range of games of a :class:`Job`, the same bytes
+whichever process writes them and in whatever order: a job split by game ranges over many
+workers, then :func:`finish` on what they returned, gives the dataset one process gives.
+The columns are in :mod:`beggar_env.columns` and ``docs/datasets.md``.
+"""
+
+import json
+import math
+import os
+import platform
+import re
+import shutil
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from . import __version__, checks, columns, core, datasets, files, streaming, task
+from .columns import require_pyarrow
+from .jit import parallel
+
+FORMAT = "beggar-env dataset"
+FORMAT_VERSION = 1
+METADATA = "dataset.json"
+MARKER = "INCOMPLETE"
+SAMPLES, DEALS = "samples", "deals"
+SHARD_GAMES = 1 << 16  # games per shard: about 17 M samples (~230 MB) for every card of 2-player games
+LOAD_ROWS = 1 << 20  # rows turned into flat int32 rows at a time, when loading
+SPLIT_STREAM = 2**63  # the item of the seed's stream whose key draws the games' splits (no game is this far)
+# lz4 without dictionaries writes about 3.5 times as fast as zstd with them, for files about
+# three times as large, and batches of 64 k values beat pyarrow's 1 k (benchmarks/bench.py
+# --only parquet): writing is most of the cost of streaming.
+SAMPLE_OPTIONS = dict(compression="lz4", use_dictionary=False, write_statistics=["game"], write_batch_size=1 << 16)
+DEAL_OPTIONS = dict(compression="zstd")
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+# --------------------------------------------------------------------------- the job
+
+
+def parse_splits(split):
+    """Splits as ((name, fraction), ...): from ``"train=0.9,test=0.1"`` or a dict; None for none."""
+    if split is None:
+        return None
+    usage = (
+        f"split must look like 'train=0.9,test=0.1' (names and fractions that add up to 1), not {checks.excerpt(split)}"
+    )
+    if isinstance(split, str):
+        pairs = [part.split("=", 1) for part in split.split(",")]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ValueError(usage)
+        try:
+            pairs = [(name.strip(), float(fraction)) for name, fraction in pairs]
+        except ValueError:
+            raise ValueError(usage) from None
+    elif isinstance(split, dict):
+        pairs = list(split.items())
+    else:
+        raise TypeError(usage)
+    names = [name for name, _ in pairs]
+    if not all(isinstance(name, str) and _SPLIT_NAME.fullmatch(name) for name in names) or len(set(names)) < len(names):
+        raise ValueError(f"{usage}: split names are distinct words of letters, digits, '_', '.' or '-'")
+    fractions = [fraction for _, fraction in pairs]
+    if not all(isinstance(f, (int, float)) and math.isfinite(f) and f > 0 for f in fractions):
+        raise ValueError(f"{usage}: each fraction must be a number > 0")
+    if abs(sum(fractions) - 1) > 1e-9:
+        raise ValueError(f"{usage}: the fractions add up to {sum(fractions):g}")
+    return tuple((name, float(fraction)) for name, fraction in pairs)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything that decides a dataset's content: game ``i`` and its samples depend on
+    these and ``i`` only (not on threads, processes or the order shards are written in)."""
+
+    n_games: int
+    seed: int
+    n_players: int = 2
+    observation: str = "public"
+    samples: "str | int" = "card"
+    max_cards: "int | None" = None
+    splits: "tuple | None" = None  # ((name, fraction), ...)
+    game_weights: bool = False
+    shard_games: int = SHARD_GAMES
+
+    @classmethod
+    def of(
+        cls,
+        n_games,
+        *,
+        n_players=2,
+        observation="public",
+        samples="card",
+        seed=None,
+        max_cards=None,
+        split=None,
+        game_weights=False,
+        shard_games=SHARD_GAMES,
+    ) -> "Job":
+        """A checked job; ``seed=None`` draws a fresh one."""
+        task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
+        datasets._check_samples(samples)
+        return cls(
+            n_games=checks.count("n_games", n_games),
+            seed=int(checks.seed(seed)),
+            n_players=int(n_players),
+            observation=observation,
+            samples=samples if isinstance(samples, str) else int(samples),
+            max_cards=None if max_cards is None else int(max_cards),
+            splits=parse_splits(split),
+            game_weights=bool(game_weights),
+            shard_games=checks.integer("shard_games", shard_games, 1),
+        )
+
+    @classmethod
+    def from_dict(cls, values) -> "Job":
+        splits = values.get("splits")
+        return cls(**{**values, "splits": None if splits is None else tuple(map(tuple, splits))})
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def config(self):
+        return task.EnvConfig(self.n_players, observation=self.observation, max_cards=self.max_cards)
+
+    @property
+    def n_shards(self) -> int:
+        return -(-self.n_games // self.shard_games)
+
+    def shard_games_of(self, index):
+        """The games ``(lo, hi)`` of shard ``index``."""
+        return index * self.shard_games, min((index + 1) * self.shard_games, self.n_games)
+
+    @property
+    def split_names(self) -> list:
+        """The splits' names, or ``[None]`` for a dataset without splits."""
+        return [None] if self.splits is None else [name for name, _ in self.splits]
+
+    def game_splits(self, lo, hi) -> np.ndarray:
+        """The split (an index into :attr:`split_names`) of games ``lo .. hi - 1``: a draw from
+        the game's own key, so a game's split does not depend on the number of games."""
+        if self.splits is None:
+            return np.zeros(hi - lo, np.int64)
+        key = np.uint64(core.derive_key(np.uint64(self.seed), np.uint64(SPLIT_STREAM)))  # numba returns an int
+        draws = core.stream_keys(key, hi - lo, lo)
+        bounds = np.cumsum([fraction for _, fraction in self.splits])[:-1]
+        return np.searchsorted(bounds, draws / 2.0**64, side="right")
+
+
+def sample_path(split, index):
+    """The path of a shard's samples of one split, relative to the dataset directory."""
+    folder = SAMPLES if split is None else f"{SAMPLES}/split={split}"
+    return f"{folder}/shard-{index:05d}.parquet"
+
+
+def deal_path(index):
+    return f"{DEALS}/shard-{index:05d}.parquet"
+
+
+# ------------------------------------------------------------------ the directory
+
+
+def check_directory(directory) -> bool:
+    """Check that ``directory`` can take a new dataset: a new folder in a writable one, or
+    an empty writable folder; return whether it is new. ``ValueError`` naming the problem."""
+    path = os.fspath(directory)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{path!r} is a file: give a new or empty folder for the dataset")
+    new = not os.path.exists(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if new and not os.path.isdir(parent):
+        raise ValueError(f"no such folder: {parent}")
+    if not new and os.listdir(path):
+        raise ValueError(f"{path!r} is not empty: give a new or empty folder for the dataset")
+    where = parent if new else path
+    if not os.access(where, os.W_OK):
+        raise ValueError(f"cannot write in {where} (permission denied)")
+    return new
+
+
+def create(directory) -> bool:
+    """Make ``directory`` ready for a dataset (see :func:`check_directory`) and mark it
+    incomplete; return whether it was created. ``ValueError`` before anything is written."""
+    path = os.fspath(directory)
+    created = check_directory(path)
+    try:
+        if created:
+            os.mkdir(path)
+        for folder in (SAMPLES, DEALS):
+            os.mkdir(os.path.join(path, folder))
+        with open(os.path.join(path, MARKER), "w") as marker:
+            marker.write(f"{FORMAT}: being generated, or its generation stopped before the end: not usable\n")
+    except OSError as error:
+        discard(path, created)
+        raise ValueError(f"cannot write in {path}: {error.strerror or error}") from None
+    return created
+
+
+def discard(path, created: bool):
+    """Remove what :func:`create` and :func:`write_games` put in ``path``, and ``path`` if
+    :func:`create` made it (``created``): what a failed run does."""
+    for folder in (SAMPLES, DEALS):
+        shutil.rmtree(os.path.join(path, folder), ignore_errors=True)
+    for name in (METADATA, MARKER):
+        try:
+            os.unlink(os.path.join(path, name))
+        except FileNotFoundError:
+            pass
+    if created:
+        try:
+            os.rmdir(path)
+        except OSError:  # gone already, or holds what we did not write: left as it is
+            pass
+
+
+def finish(directory, job: Job, shards: list) -> dict:
+    """Write the metadata of a dataset whose shards are all written (``shards``: what
+    :func:`write_games` returned, in any order), then drop the incomplete mark; return the
+    metadata."""
+    shards = sorted(shards, key=lambda shard: shard["index"])
+    if [shard["index"] for shard in shards] != list(range(job.n_shards)):
+        raise ValueError(f"the job has {job.n_shards} shards; got shards {[s['index'] for s in shards]}")
+    totals = [sum(shard["samples"][s] for shard in shards) for s in range(len(job.split_names))]
+    layout = job.config.layout
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "beggar_env": __version__,
+        "rules": "docs/RULES.md; a game that never ends stops at its first repeated trick-start position",
+        "job": job.as_dict(),
+        "n_samples": sum(totals),
+        "split_samples": dict(zip(job.split_names, totals)) if job.splits is not None else None,
+        "bytes": sum(shard["bytes"] for shard in shards),
+        "fields": [[name, list(shape), int(low), int(high)] for name, shape, low, high in layout.fields],
+        "shards": shards,
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "numba": __import__("numba").__version__,
+            "pyarrow": require_pyarrow().__version__,
+        },
+    }
+    path = os.path.join(os.fspath(directory), METADATA)
+    with files.replacing(path) as f:
+        f.write(json.dumps(meta, indent=1).encode())
+    os.unlink(os.path.join(os.fspath(directory), MARKER))
+    return meta
+
+
+# ------------------------------------------------------------------------ writing
+
+
+def write_games(directory, job: Job, lo: int, hi: int, *, threads=None, progress=None) -> list:
+    """Write the shards of games ``lo .. hi - 1`` of ``job`` in ``directory`` (made ready by
+    :func:`create`); return a summary of each, for :func:`finish`.
+
+    ``lo`` and ``hi`` lie on shard boundaries (``hi`` may be ``job.n_games``). The files are
+    the same bytes whatever the threads, the process and the other ranges. A shard's files
+    appear (renamed from hidden temporary files) once all of them are complete; on an
+    error or Ctrl-C, the shard being written is removed. ``progress(done, hi - lo)``
+    counts games.
+    """
+    if not 0 <= lo <= hi <= job.n_games or lo % job.shard_games or (hi % job.shard_games and hi != job.n_games):
+        raise ValueError(f"games {lo}..{hi} are not whole shards of {job.shard_games} games in 0..{job.n_games}")
+    directory = os.fspath(directory)
+    for split in job.split_names:
+        os.makedirs(os.path.dirname(os.path.join(directory, sample_path(split, 0))), exist_ok=True)
+    report = None if progress is None else lambda done: progress(done - lo, hi - lo)
+    summaries = []
+    with parallel(threads) as n_threads:
+        stream = streaming.SampleStream(job, n_threads)
+        writer = streaming.WriterThread([stream.new_buffers() for _ in range(streaming.N_BUFFERS)])
+        try:
+            for index in range(lo // job.shard_games, -(-hi // job.shard_games)):
+                summaries.append(_write_shard(directory, job, index, stream, writer, report))
+        finally:
+            writer.stop()
+    return summaries
+
+
+def _write_shard(directory, job, index, stream, writer, report):
+    schema = columns.sample_schema(stream.columns, job.game_weights)
+    shard = streaming.ShardFiles(
+        directory,
+        [(sample_path(split, index), schema, SAMPLE_OPTIONS) for split in job.split_names],
+        (deal_path(index), columns.deal_schema(job.splits is not None), DEAL_OPTIONS),
+    )
+    lo, hi = job.shard_games_of(index)
+    try:
+        samples, size, paths = streaming.write_shard(shard, stream, writer, lo, hi, report)
+    except BaseException:
+        writer.stop()  # no write may touch the files being removed
+        shard.abort()
+        raise
+    return {"index": index, "games": [lo, hi], "samples": samples, "bytes": size, "files": paths}
+
+
+def generate(
+    directory,
+    n_games: int,
+    *,
+    n_players: int = 2,
+    observation: str = "public",
+    samples="card",
+    seed=None,
+    threads: "int | None" = None,
+    max_cards: "int | None" = None,
+    split=None,
+    game_weights: bool = False,
+    shard_games: int = SHARD_GAMES,
+    progress=None,
+) -> dict:
+    """Generate the dataset :func:`beggar_env.datasets.generate` would, streaming it to
+    Parquet shards in ``directory`` (a new or empty folder) in bounded memory; return its
+    metadata (as ``dataset.json`` holds it).
+
+    ``split`` (``"train=0.9,test=0.1"`` or a dict) puts each game, with all its samples, in
+    one split, drawn from the game's key; ``game_weights`` adds a ``weight`` column (1 /
+    the samples of the game, so that each game weighs 1 in all). An error (a full disk,
+    say) or Ctrl-C leaves nothing behind; only a crash leaves the folder, marked
+    ``INCOMPLETE``. ``progress(done, n_games)`` counts games.
+    """
+    require_pyarrow()
+    job = Job.of(
+        n_games,
+        n_players=n_players,
+        observation=observation,
+        samples=samples,
+        seed=seed,
+        max_cards=max_cards,
+        split=split,
+        game_weights=game_weights,
+        shard_games=shard_games,
+    )
+    path = os.fspath(directory)
+    with parallel(threads):  # checks threads before anything is written
+        created = create(path)
+        try:
+            shards = write_games(path, job, 0, job.n_games, threads=threads, progress=progress)
+            return finish(path, job, shards)
+        except BaseException as error:
+            discard(path, created)
+            if isinstance(error, OSError):
+                reason = os.strerror(error.errno) if error.errno else str(error).splitlines()[0]
+                raise OSError(
+                    error.errno, f"writing the dataset in {path} failed: {reason} (nothing was kept)"
+                ) from None
+            raise
+
+
+# ------------------------------------------------------------------------ reading
+
+
+def read_info(directory) -> dict:
+    """The metadata of a complete dataset directory; ``ValueError`` for one that is not."""
+    path = os.fspath(directory)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no dataset folder {path!r}")
+    if os.path.exists(os.path.join(path, MARKER)):
+        raise ValueError(
+            f"{path} is an incomplete dataset (marked {MARKER}): its generation was interrupted or failed; "
+            "generate it again in a new folder"
+        )
+    if not os.path.isfile(os.path.join(path, METADATA)):
+        raise ValueError(f"{path} is not a dataset folder: it has no {METADATA}")
+    with open(os.path.join(path, METADATA)) as f:
+        meta = json.load(f)
+    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: not a {FORMAT} of format version {FORMAT_VERSION}")
+    return meta
+
+
+def _selected_splits(meta, split):
+    names = Job.from_dict(meta["job"]).split_names
+    if split is None:
+        return names
+    wanted = [split] if isinstance(split, str) else list(split)
+    if names == [None]:
+        raise ValueError("split: this dataset has no splits")
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        raise ValueError(f"split: no split {unknown[0]!r} (the splits are {', '.join(names)})")
+    return wanted
+
+
+def sample_files(directory, split=None) -> list:
+    """The sample files of a complete dataset (of one split, or a list of them), in shard order."""
+    meta = read_info(directory)
+    names = _selected_splits(meta, split)
+    return [
+        os.path.join(os.fspath(directory), sample_path(name, shard["index"]))
+        for shard in meta["shards"]
+        for name in names
+    ]
+
+
+def batches(directory, *, split=None, columns=None, batch_size: int = 1 << 16):
+    """The samples of a complete dataset as ``pyarrow.RecordBatch`` es of at most
+    ``batch_size`` rows (a pyarrow dataset scan: bounded memory whatever the size), in shard
+    order; ``split`` selects splits, ``columns`` columns (names, see ``docs/datasets.md``)."""
+    pyarrow = require_pyarrow()
+    batch_size = checks.integer("batch_size", batch_size, 1)
+    scan = pyarrow.dataset.dataset(sample_files(directory, split), format="parquet")
+    if columns is not None:
+        unknown = [name for name in columns if name not in scan.schema.names]
+        if unknown:
+            raise ValueError(f"columns: no column {unknown[0]!r} (see docs/datasets.md)")
+    return scan.to_batches(columns=columns, batch_size=batch_size)
+
+
+def load(directory, *, split=None) -> "datasets.Dataset":
+    """A complete dataset (or some of its splits) in memory, as the :class:`Dataset` that
+    ``datasets.generate`` returns (in game order): ``MemoryError`` in one line when it
+    would not fit (then use :func:`batches`)."""
+    meta = read_info(directory)
+    job = Job.from_dict(meta["job"])
+    names = _selected_splits(meta, split)
+    chosen = [job.split_names.index(name) for name in names]
+    shard_rows = [sum(shard["samples"][s] for s in chosen) for shard in meta["shards"]]
+    n_rows = sum(shard_rows)
+    layout = job.config.layout
+    observation = columns.ObservationColumns(layout)
+    one_shard = 2 * max(shard_rows, default=0) * columns.bytes_per_row(observation)  # read, then in game order
+    checks.memory(
+        n_rows * (4 * layout.size + 26) + one_shard, f"{n_rows:,} samples", "read them in batches: datasets.batches()"
+    )
+    out = _empty_arrays(n_rows, layout.size)
+    start = 0
+    for shard in meta["shards"]:
+        for batch in _read_shard(directory, shard["index"], names).to_batches(max_chunksize=LOAD_ROWS):
+            stop = start + batch.num_rows
+            if stop > n_rows:
+                raise ValueError(f"{directory}: shard {shard['index']} has more samples than dataset.json says")
+            read = {name: batch.column(i).to_numpy(zero_copy_only=False) for i, name in enumerate(batch.schema.names)}
+            observation.rows(read, out["observations"][start:stop])
+            for name in datasets.Dataset.ARRAYS[1:]:
+                out[name][start:stop] = read[name]
+            start = stop
+    if start != n_rows:
+        raise ValueError(f"{directory}: the shards have {start:,} samples, dataset.json {n_rows:,}")
+    return datasets.Dataset(
+        **out, n_players=job.n_players, observation=job.observation, samples=str(job.samples), seed=job.seed
+    )
+
+
+def _read_shard(directory, index, splits):
+    """A shard's samples of ``splits``, in game order (a game lies in one split)."""
+    pa = require_pyarrow()
+    paths = [os.path.join(os.fspath(directory), sample_path(split, index)) for split in splits]
+    tables = [pa.parquet.read_table(path) for path in paths]
+    if len(tables) == 1:
+        return tables[0]
+    table = pa.concat_tables(tables)
+    return table.take(np.argsort(table.column("game").to_numpy(), kind="stable"))
+
+
+def _empty_arrays(n_rows, width):
+    """The arrays of a :class:`Dataset` of ``n_rows`` samples, in the types ``generate`` gives."""
+    return {
+        "observations": np.empty((n_rows, width), np.int32),
+        "game": np.empty(n_rows, np.int64),
+        "outcome": np.empty(n_rows, np.int8),
+        "winner": np.empty(n_rows, np.int8),
+        "game_cards": np.empty(n_rows, np.int64),
+        "game_tricks": np.empty(n_rows, np.int64),
+    }
