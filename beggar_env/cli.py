@@ -552,12 +552,26 @@ def _search_path(path, resume):
 COMMANDS = {"play": _cmd_play, "simulate": _cmd_simulate, "dataset": _cmd_dataset, "search": _cmd_search}
 
 
+DEAL_OPTIONS = ("--start",)  # options whose value is a deal, which may start with '-'
+
+
+def _attach_deal_values(argv):
+    """``--start -A/-Q`` as ``--start=-A/-Q``: argparse would take the deal for an option."""
+    words, rest = [], list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word in DEAL_OPTIONS and rest and rest[0].startswith("-") and "/" in rest[0]:
+            word = f"{word}={rest.pop(0)}"
+        words.append(word)
+    return words
+
+
 def parse_args(argv):
     """Parse the command line; a deal may start with '-' (``beggar play -/-``), which
     argparse would take for an option: an unclaimed word with a '/' in it, or made of
     compact symbols only, is the deal."""
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    args, extras = parser.parse_known_args(_attach_deal_values(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         raise UsageError(parser.format_help().rstrip())
     if args.command == "play" and args.deal is None:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 INSTALL_HINT = "pip install 'beggar-env[distributed]'"
 TASKS_PER_WORKER = 2  # tasks in flight per worker: one running, one waiting
 WAIT_SECONDS = 0.25  # ray.wait in slices, so that Ctrl-C and SIGTERM are seen at once
+FREE_CPUS_SECONDS = 30.0  # how long to wait for a CPU of the cluster to be free
 
 
 def require_ray():
@@ -49,7 +50,7 @@ class _Worker:
 
 
 class Workers:
-    """One Ray actor per CPU (or ``workers`` of them), each holding a copy of ``job``;
+    """One Ray actor per free CPU (or ``workers`` of them), each holding a copy of ``job``;
     a context manager that removes them (and a Ray it started) on exit.
 
     ``startup_seconds`` is what joining or starting Ray, starting the actors and warming
@@ -70,7 +71,7 @@ class Workers:
             )
         self.actors = []
         try:
-            n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            n = workers or self._free_cpus()
             actor = ray.remote(num_cpus=1)(_Worker)
             self.actors = [actor.remote(job) for _ in range(n)]
             self.warm_seconds = max(self._get([a.warm.remote() for a in self.actors]))
@@ -78,6 +79,18 @@ class Workers:
             self.close()
             raise
         self.startup_seconds = time.perf_counter() - started
+
+    def _free_cpus(self):
+        """The CPUs of the cluster no actor or task holds (those of actors just removed
+        come back within a few seconds)."""
+        deadline = time.perf_counter() + FREE_CPUS_SECONDS
+        while True:
+            free = int(self._ray.available_resources().get("CPU", 0))
+            if free >= 1:
+                return free
+            if time.perf_counter() > deadline:
+                raise RuntimeError("no free CPU in the Ray cluster: other actors or tasks hold them all")
+            time.sleep(WAIT_SECONDS)
 
     def __enter__(self):
         return self
