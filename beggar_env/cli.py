@@ -495,7 +495,10 @@ def _print_search(report):
             print(f"{titles[objective]}: none found")
             continue
         best = entries[0]
-        print(f"{titles[objective]}: {best.cards:,} cards, {best.tricks:,} tricks, {best.outcome}  {best.deal}")
+        print(
+            f"{titles[objective]}: {best.cards:,} cards, {best.tricks:,} tricks, {best.outcome}  {best.deal}  "
+            f"({best.strategy}, seed {best.seed}, deal {best.index:,})"
+        )
     if report.path is not None:
         print(f"top {plural(max(len(e) for e in report.lists.values()), 'deal')} per objective in {report.path}")
 

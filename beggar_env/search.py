@@ -40,7 +40,7 @@ import numpy as np
 from . import checks, files
 from .core import NO_LIMIT
 from .deals import Deal, format_deal, parse_deal
-from .finds import OBJECTIVES, Find, FindsFile, Run, now
+from .finds import OBJECTIVES, Find, FindsFile, Run, TopLists, now
 from .game import CHUNKS_PER_THREAD
 from .searchers import STRATEGIES, SearchJob
 
@@ -75,7 +75,8 @@ class SearchReport(SearchStatus):
     seed: int = 0
     deals_done: int = 0  # every game below this one has been played (a resume continues there)
     startup_seconds: float = 0.0  # Ray: starting or joining it, and warming the workers
-    lists: dict | None = None  # objective -> top K Finds for these players
+    lists: dict | None = None  # objective -> top K Finds for these players, in the file (all runs)
+    found: dict | None = None  # objective -> top K Finds of this call alone
     path: str | None = None
 
 
@@ -198,6 +199,7 @@ class _Driver:
         self.progress = progress
         run, job = plan.run, plan.job
         self.table = plan.store.table(run.players)
+        self.found = TopLists(plan.store.k)  # this call's finds alone
         start_unit = run.deals_done // job.unit_games  # a cut walk is not resumed: the next one starts
         self.frontier = _Frontier(start_unit)
         self.start_games = start_unit * job.unit_games
@@ -223,7 +225,7 @@ class _Driver:
             lo = self.next_unit
             hi = lo + self.units_per_task if self.end_unit is None else min(lo + self.units_per_task, self.end_unit)
             self.next_unit = hi
-            yield lo, hi, self.table.thresholds()
+            yield lo, hi, self.found.thresholds()  # at most the file's: what enters either list is sent
 
     def elapsed(self):
         return 0.0 if self.started is None else time.perf_counter() - self.started
@@ -231,7 +233,9 @@ class _Driver:
     def merge(self, done):
         stamp = now()
         for find in done.finds:
-            if self.table.add(_stamped(find, stamp)):
+            find = _stamped(find, stamp)
+            self.found.add(find)
+            if self.table.add(find):
                 self.changed = True
         self.frontier.complete(done.lo, done.hi)
         self.session_deals += done.games
@@ -324,6 +328,7 @@ class _Driver:
             deals_done=run.deals_done,
             startup_seconds=self.startup,
             lists={objective: list(entries) for objective, entries in self.table.lists.items()},
+            found={objective: list(entries) for objective, entries in self.found.lists.items()},
             path=self.plan.store.path,
         )
 

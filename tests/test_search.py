@@ -176,6 +176,16 @@ def test_an_existing_file_is_continued_only_when_asked(tmp_path):
     assert report.deals == 100
 
 
+def test_a_report_gives_the_files_lists_and_this_runs_own(tmp_path):
+    path = tmp_path / "finds.jsonl"
+    first = search(2, deals=3_000, seed=1, top=4, out=path)
+    second = search(2, deals=3_000, seed=2, top=4, out=path, resume=True)
+    alone = search(2, deals=3_000, seed=2, top=4)
+    assert comparable(replace(second, lists=second.found)) == comparable(alone)
+    merged = sorted(first.lists["cards"] + alone.lists["cards"], key=lambda f: f.rank_key("cards"))[:4]
+    assert [(f.seed, f.index) for f in second.lists["cards"]] == [(f.seed, f.index) for f in merged]
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
