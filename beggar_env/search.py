@@ -35,7 +35,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numba
-import numpy as np
 
 from . import checks, files
 from .core import NO_LIMIT
@@ -102,16 +101,10 @@ def _check_arguments(
     if deals is not None:
         deals = checks.integer("deals", deals, 1)
     if minutes is not None:
-        if isinstance(minutes, bool) or not isinstance(minutes, (int, float, np.integer, np.floating)):
-            raise TypeError(f"minutes must be a number, not {type(minutes).__name__}")
-        if not minutes > 0:
-            raise ValueError(f"minutes must be > 0, not {minutes}")
+        minutes = checks.number("minutes", minutes, 0, strict=True)
     top = checks.integer("top", top, 1, 10_000)
     walk_steps = checks.integer("walk_steps", walk_steps, 1)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
-        raise TypeError(f"temperature must be a number, not {type(temperature).__name__}")
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0, not {temperature}")
+    temperature = checks.number("temperature", temperature, 0)
     if backend == "ray" and threads is not None:
         raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
     if isinstance(starts, (str, Deal)):
@@ -119,7 +112,7 @@ def _check_arguments(
     starts = [format_deal(parse_deal(deal), "compact") for deal in starts]
     if starts and strategy != "local":
         raise ValueError("start deals are for strategy 'local' (random search plays fresh shuffles)")
-    return players, objective, strategy, deals, minutes, starts, top, backend, walk_steps, float(temperature)
+    return players, objective, strategy, deals, minutes, starts, top, backend, walk_steps, temperature
 
 
 def _plan(players, objective, strategy, deals, minutes, seed, starts, top, out, resume, walk_steps, temperature):

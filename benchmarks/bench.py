@@ -843,9 +843,9 @@ def bench_search_ray(ctx, local_rate):
 
     from beggar_env.search import search
 
-    n = 40 * ctx.args.games
+    n = 20 * ctx.args.games
     cpus = usable_cpus()
-    rounds = min(ctx.args.repeats, 3)
+    rounds = min(ctx.args.repeats, 2)
     section(f"search on Ray: a local Ray with {cpus} CPUs vs the local backend, {n:,} deals, best of {rounds}")
     t = time.perf_counter()
     ray.init(num_cpus=cpus, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
