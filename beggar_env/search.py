@@ -11,16 +11,18 @@ Every game played is scored for all three; the ``objective`` only steers ``local
 
 Strategies:
 
-* ``random``: fresh shuffles of a standard deck, as the public searches do (Paulhus 1999,
-  Kleber 1999, Anderson and later record hunters sample random deals): game ``i`` is
-  game ``i`` of ``simulate(n, seed=seed)``.
+* ``random``: fresh shuffles of a standard deck, keeping the longest (Monte Carlo sampling,
+  the plain way to hunt for long games): game ``i`` is game ``i`` of
+  ``simulate(n, seed=seed)``.
 * ``local``: stochastic local search over the deals (Hoos and Stützle, *Stochastic Local
-  Search*, 2004): hill climbing whose move swaps two cards of different classes (the same
-  deck, another deal) and keeps the new deal when it plays no shorter; with a
-  temperature, simulated annealing (Kirkpatrick, Gelatt and Vecchi, *Science* 220, 1983)
-  also keeps a worse deal with probability ``exp(gain / T)``, ``T`` cooling linearly to 0
-  over the walk. Each walk of ``walk_steps`` games is a restart, from a fresh shuffle or
-  from the given start deals in turn (say, the known records).
+  Search: Foundations and Applications*, 2004): hill climbing whose move swaps two cards
+  of different classes (the same deck, another deal) and keeps the new deal when it plays
+  no shorter; with a temperature, simulated annealing (Kirkpatrick, Gelatt and Vecchi,
+  *Science* 220, 1983) also keeps a worse deal with probability ``exp(gain / T)``, ``T``
+  cooling linearly to 0 over the walk. Each walk of ``walk_steps`` games is a restart,
+  from a fresh shuffle or from the given start deals in turn (say, the known records).
+  ``docs/search.md`` shows why it does little better than ``random`` on this game: one
+  swap leaves nothing of a long game.
 
 Results go to a JSON-lines file (:mod:`beggar_env.finds`): rewritten whole as finds
 arrive, every deal replayed by :func:`beggar_env.play` first, with the run's settings and

@@ -105,6 +105,17 @@ def test_known_records_fed_as_starts_are_reported_with_their_published_lengths(v
     assert report.lists["cards"][0].cards == 8344 and report.lists["tricks"][0].tricks == 1164
 
 
+def test_local_search_takes_any_deck_and_keeps_its_cards():
+    start = "-A--Q-K/----K-J-"  # 15 cards: not a standard deck
+    report = search(2, strategy="local", starts=[start], deals=3_000, walk_steps=1_000, seed=7, top=5)
+    listed = [f for entries in report.lists.values() for f in entries]
+    assert listed
+    for find in listed:
+        assert sorted(find.deal) == sorted(start) and find.deal.index("/") == start.index("/")
+        expected = {key: getattr(find, key) for key in find.game()}
+        assert {key: play_reference(hands_of(find.deal))[key] for key in expected} == expected
+
+
 def test_a_never_ending_start_enters_the_cycle_list_with_its_figures():
     report = search(2, strategy="local", objective="cycle", starts=[CASELLA], deals=30, walk_steps=30, seed=4, top=3)
     casella = next(f for f in report.lists["cycle"] if f.deal == CASELLA)
