@@ -3,7 +3,9 @@
 The rules engine lives in :mod:`beggar_env.core`; deals and their notations in
 :mod:`beggar_env.deals`; single games and batches in :mod:`beggar_env.game`; the
 ``Beggar-v0`` Gymnasium environment (registered on import) in :mod:`beggar_env.env`,
-its vector env in :mod:`beggar_env.vector`, datasets in :mod:`beggar_env.datasets`.
+its vector env in :mod:`beggar_env.vector`, datasets in :mod:`beggar_env.datasets`, the
+search for the longest deals in :mod:`beggar_env.search`, Ray workers in
+:mod:`beggar_env.distributed`.
 
 Submodules and the names below are imported on first use, so that ``import beggar_env``
 (and the ``beggar`` command) load only what they need; ``Beggar-v0`` is registered with
@@ -37,11 +39,15 @@ _SUBMODULES = (
     "core",
     "datasets",
     "deals",
+    "distributed",
     "env",
     "files",
+    "finds",
     "game",
     "jit",
     "render",
+    "search",
+    "searchers",
     "shards",
     "stats",
     "streaming",

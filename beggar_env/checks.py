@@ -116,3 +116,13 @@ def gib(n_bytes):
     if n_bytes >= 2**30:
         return f"{n_bytes / 2**30:.1f} GiB"
     return f"{n_bytes / 2**20:.0f} MiB"
+
+
+def number(name, value, minimum, strict=False):
+    """A real number (int or float, not a bool) ``>= minimum`` (``> minimum`` if ``strict``), as a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__} {excerpt(value)}")
+    value = float(value)
+    if not (value > minimum if strict else value >= minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, not {value:g}")
+    return value

@@ -1,4 +1,5 @@
-"""The ``beggar`` command: play one deal, simulate many games, generate datasets.
+"""The ``beggar`` command: play one deal, simulate many games, generate datasets, search
+for the longest deals.
 
 Bad input gives one line on stderr and exit status 2, a failed write (a full disk) one line
 and status 1; Ctrl-C or SIGTERM stop any run within a second (exit status 130 or 143),
@@ -102,6 +103,7 @@ def build_parser():
     _add_limits(s)
     s.add_argument("--json", action="store_true", help="print the raw results as JSON")
     s.add_argument("--out", metavar="FILE.npz", help="save the raw results as .npz")
+    _add_ray(s)
 
     d = commands.add_parser(
         "dataset",
@@ -169,6 +171,7 @@ def build_parser():
     )
     b.add_argument("--threads", type=_whole_number(1), metavar="T", help="threads (default: all cores)")
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_search_parser(commands)
     return parser
 
 
@@ -325,7 +328,11 @@ def _cmd_simulate(args):
     out = _out_path("simulate", args.out) if args.out is not None else None
     seed = _seed(args)
     options = dict(n_players=args.players, threads=args.threads, max_cards=args.max_cards, max_tricks=args.max_tricks)
-    _compiling_notice(lambda: simulate(1, seed=seed, **options))  # games/s counts playing only
+    if args.ray is not None:
+        _require_ray("simulate", args)
+        options.update(threads=None, backend="ray", address=args.ray)
+    else:
+        _compiling_notice(lambda: simulate(1, seed=seed, **options))  # games/s counts playing only
     if out is None and not args.json:  # a summary needs no more memory for 10**9 games than for 10
 
         def run(progress):
@@ -336,6 +343,7 @@ def _cmd_simulate(args):
 
         summary, seconds = _run_with_progress("game", args.no_progress, run)
         _print_summary(summary, seed, args.players, seconds)
+        _ray_note(args)
         return
     if args.json:
         checks.memory(
@@ -360,7 +368,13 @@ def _cmd_simulate(args):
         print(json.dumps({"games": args.games, "players": args.players, "seed": seed, "results": raw}))
         return
     _print_summary(Summary(args.players).add(results).as_dict(), seed, args.players, seconds)
+    _ray_note(args)
     print(f"raw results saved to {out}")
+
+
+def _ray_note(args):
+    if args.ray is not None:
+        print("(on Ray: the time includes starting Ray and warming its workers)")
 
 
 def _cmd_dataset(args):
@@ -504,7 +518,222 @@ def _print_rows(rows):
         )
 
 
-COMMANDS = {"play": _cmd_play, "simulate": _cmd_simulate, "dataset": _cmd_dataset, "baselines": _cmd_baselines}
+# ------------------------------------------------------------------------ search
+
+
+def _add_ray(parser):
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run on Ray workers, one per CPU: a local Ray, or the cluster at ADDRESS ('auto', HOST:6379)",
+    )
+
+
+def _positive_number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, not {checks.excerpt(text)}")
+    return value
+
+
+def _temperature(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {checks.excerpt(text)}")
+    return value
+
+
+def _add_search_parser(commands):
+    from .finds import OBJECTIVES
+    from .searchers import STRATEGIES
+
+    q = commands.add_parser(
+        "search",
+        help="search for the longest and never-ending deals",
+        allow_abbrev=False,
+        description="Search for the longest and never-ending deals, keeping the top K per objective in a JSON-lines "
+        "file (every deal replayed before it is written). Stops at the --deals or --minutes budget, or on Ctrl-C; "
+        "--resume continues.",
+    )
+    q.add_argument("--strategy", choices=STRATEGIES, default="random", help="random shuffles, or local search")
+    q.add_argument(
+        "--objective", choices=OBJECTIVES, default="cards", help="what local walks climb (every list is kept)"
+    )
+    q.add_argument("--deals", type=_whole_number(1), metavar="N", help="the run's deal budget, all sessions together")
+    q.add_argument("--minutes", type=_positive_number, metavar="M", help="this session's time budget")
+    q.add_argument("--start", action="append", default=[], metavar="DEAL", help="a start deal for local walks")
+    q.add_argument("--walk-steps", type=_whole_number(1), default=1000, metavar="N", help="games per local walk")
+    q.add_argument(
+        "--temperature", type=_temperature, default=0.0, metavar="T", help="simulated annealing (0: hill climbing)"
+    )
+    q.add_argument("--top", type=_whole_number(1, 10_000), default=10, metavar="K", help="deals kept per list")
+    q.add_argument("--out", required=True, metavar="FILE.jsonl", help="the file of the top lists")
+    q.add_argument("--resume", action="store_true", help="continue the file (and its run with these settings)")
+    _add_run_options(q, "searching")
+    _add_ray(q)
+
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _best_text(objective, find):
+    if find is None:
+        return f"{objective} none"
+    return f"{objective} {find.score(objective):,}"
+
+
+def search_line(status):
+    """The live line of ``beggar search``."""
+    best = "  ".join(_best_text(objective, find) for objective, find in status.best.items())
+    left = "" if status.remaining is None else f", {_clock(status.remaining)} left"
+    return f"{status.deals:,} deals, {status.rate:,.0f} deals/s | best: {best} | {_clock(status.seconds)} elapsed{left}"
+
+
+class _StatusLine:
+    """One line on stderr, rewritten in place on a terminal; elsewhere (a log) a line
+    every LOG_EVERY seconds."""
+
+    LOG_EVERY = 30.0
+
+    def __init__(self, disable):
+        self.disable = disable
+        self.tty = sys.stderr.isatty()
+        self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, status):
+        if self.disable:
+            return
+        text = search_line(status)
+        if self.tty:
+            print(f"\r{text}\x1b[K", end="", file=sys.stderr, flush=True)
+            self.shown = True
+        elif time.perf_counter() - self.last >= self.LOG_EVERY:
+            print(text, file=sys.stderr, flush=True)
+            self.last = time.perf_counter()
+
+    def clear(self):
+        if self.shown:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+            self.shown = False
+
+
+def _require_ray(command, args):
+    """Check ``--ray`` before any work: Ray installed, no ``--threads``."""
+    from .distributed import require_ray
+
+    if args.threads is not None:
+        raise UsageError(f"beggar {command}: --threads is for a local run: Ray runs one worker per CPU")
+    try:
+        require_ray()
+    except ImportError as error:
+        raise UsageError(f"beggar {command}: --ray: {error}") from None
+
+
+def _print_search(report):
+    from .render import plural
+
+    where = f"{report.players} players, {report.strategy}, seed {report.seed}"
+    print(
+        f"{where}: {report.deals:,} deals played ({report.session_deals:,} now, {report.seconds:.1f} s, "
+        f"{report.rate:,.0f} deals/s)"
+    )
+    if report.startup_seconds:
+        print(f"Ray start-up (excluded): {report.startup_seconds:.1f} s")
+    titles = {"cards": "longest by cards", "tricks": "longest by tricks", "cycle": "never-ending"}
+    for objective, entries in report.lists.items():
+        if not entries:
+            print(f"{titles[objective]}: none found")
+            continue
+        best = entries[0]
+        print(
+            f"{titles[objective]}: {best.cards:,} cards, {best.tricks:,} tricks, {best.outcome}  {best.deal}  "
+            f"({best.strategy}, seed {best.seed}, deal {best.index:,})"
+        )
+    if report.path is not None:
+        print(f"top {plural(max(len(e) for e in report.lists.values()), 'deal')} per objective in {report.path}")
+
+
+def _cmd_search(args):
+    from .finds import Find  # noqa: F401 (loads the search modules before timing)
+    from .search import search
+
+    options = dict(
+        objective=args.objective,
+        strategy=args.strategy,
+        walk_steps=args.walk_steps,
+        temperature=args.temperature,
+        starts=args.start,
+    )
+    out = _search_path(args.out, args.resume)
+    if args.ray is None:  # load or compile the searcher before the timed run
+        backend = dict(threads=args.threads)
+        warm = dict(options, walk_steps=2, starts=args.start[:1])
+        _compiling_notice(lambda: search(args.players, deals=2, seed=0, threads=args.threads, **warm))
+    else:
+        _require_ray("search", args)
+        backend = dict(backend="ray", address=args.ray)
+        if not args.no_progress:
+            print("beggar: starting Ray workers and warming them...", file=sys.stderr, flush=True)
+    line = _StatusLine(args.no_progress)
+    try:
+        report = search(
+            args.players,
+            deals=args.deals,
+            minutes=args.minutes,
+            seed=args.seed,
+            top=args.top,
+            out=out,
+            resume=args.resume,
+            progress=line,
+            **options,
+            **backend,
+        )
+    finally:
+        line.clear()
+    _print_search(report)
+
+
+def _search_path(path, resume):
+    from .search import results_path
+
+    try:
+        return results_path(path, resume)
+    except ValueError as error:
+        raise UsageError(f"beggar search: --out: {error}") from None
+
+
+COMMANDS = {
+    "play": _cmd_play,
+    "simulate": _cmd_simulate,
+    "dataset": _cmd_dataset,
+    "baselines": _cmd_baselines,
+    "search": _cmd_search,
+}
+
+
+DEAL_OPTIONS = ("--start",)  # options whose value is a deal, which may start with '-'
+
+
+def _attach_deal_values(argv):
+    """``--start -A/-Q`` as ``--start=-A/-Q``: argparse would take the deal for an option."""
+    words, rest = [], list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word in DEAL_OPTIONS and rest and rest[0].startswith("-") and "/" in rest[0]:
+            word = f"{word}={rest.pop(0)}"
+        words.append(word)
+    return words
 
 
 def parse_args(argv):
@@ -512,7 +741,7 @@ def parse_args(argv):
     argparse would take for an option: an unclaimed word with a '/' in it, or made of
     compact symbols only, is the deal."""
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    args, extras = parser.parse_known_args(_attach_deal_values(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         raise UsageError(parser.format_help().rstrip())
     if args.command == "play" and args.deal is None:

@@ -18,6 +18,8 @@ from .jit import parallel
 
 CHUNKS_PER_THREAD = 4  # parallel batches split games into this many chunks per thread
 BLOCK_GAMES = 1 << 18  # games per block of `simulate_blocks` (about 20 MB of results)
+RAY_TASK_GAMES = 1 << 16  # games per task on a Ray worker
+BACKENDS = ("local", "ray")
 
 Progress = Callable[[int, int], object]  # progress(done, total)
 
@@ -195,6 +197,39 @@ class _Batch:
 
         return cls(len(sizes), sizes.shape[1], core.capacity_for(int(sizes.sum(axis=1).max(initial=1))), play_range)
 
+    def play_range(self, lo, hi, threads=None):
+        """The results of games ``lo .. hi - 1``."""
+        results = core.new_results(hi - lo, self.n_players)
+        with parallel(threads) as n_threads:
+            n_chunks = n_threads * CHUNKS_PER_THREAD
+            states = core.new_work(n_chunks, self.n_players, self.capacity)[0]
+            chunk_progress = core.new_progress(n_chunks)
+            while core.batch_done(chunk_progress) < hi - lo:
+                self.play(lo, hi, results, states, chunk_progress)
+        return results
+
+    def ray_blocks(self, block_games, address, progress, results=None):
+        """:meth:`blocks` played by Ray workers (see :mod:`beggar_env.distributed`)."""
+        from .distributed import Workers
+
+        buffer = None if results is not None else core.new_results(min(block_games, self.n_games), self.n_players)
+        blocks = [(lo, min(lo + block_games, self.n_games)) for lo in range(0, self.n_games, block_games)]
+        tasks = [(a, min(a + RAY_TASK_GAMES, hi)) for lo, hi in blocks for a in range(lo, hi, RAY_TASK_GAMES)]
+        if not tasks:
+            return
+        with Workers(_RangeJob(self)) as workers:
+            done = 0
+            for (a, b), part in workers.ordered(tasks):
+                lo = a // block_games * block_games
+                hi = min(lo + block_games, self.n_games)
+                block = results[lo:hi] if results is not None else buffer[: hi - lo]
+                block[a - lo : b - lo] = part
+                done += b - a
+                if progress is not None:
+                    progress(done, self.n_games)
+                if b == hi:
+                    yield lo, block
+
     def blocks(self, block_games, threads, progress, results=None):
         """Yield (lo, results of games lo .. lo + len - 1), block after block; with
         ``results`` given (all games), the blocks are its slices, else one reused buffer."""
@@ -211,6 +246,20 @@ class _Batch:
                     if progress is not None:
                         progress(lo + core.batch_done(chunk_progress), self.n_games)
                 yield lo, block
+
+
+@dataclass
+class _RangeJob:
+    """A :class:`_Batch` as a job for :class:`beggar_env.distributed.Workers`: each task
+    is a range of games, played on one thread."""
+
+    batch: _Batch
+
+    def warm(self):
+        self.batch.play_range(0, min(1, self.batch.n_games), threads=1)
+
+    def run(self, lo, hi):
+        return self.batch.play_range(lo, hi, threads=1)
 
 
 def _deals_arrays(deals):
@@ -237,6 +286,8 @@ def simulate(
     max_tricks: int | None = None,
     detect_cycles: bool = True,
     progress: Progress | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> np.recarray:
     """Play many games at compiled speed on all cores; return their results.
 
@@ -246,7 +297,9 @@ def simulate(
     all with one number of players; compact notation is parsed in bulk), or the pair of
     arrays :func:`beggar_env.deals.pack_deals` returns. Results are identical for a seed
     whatever ``threads`` is (None: all cores). ``progress``, if given, is called as
-    ``progress(games_done, n_games)`` a few times a second.
+    ``progress(games_done, n_games)`` a few times a second. ``backend="ray"`` plays them
+    on Ray workers, one per CPU, of a local Ray or of the cluster at ``address`` (see
+    :mod:`beggar_env.distributed`), with the same results.
 
     Returns a numpy recarray, one record per game, with fields ``outcome`` (an index into
     ``beggar_env.OUTCOMES``: 1 win, 2 cycle, 3 limit), ``winner`` (-1: none), ``cards``,
@@ -262,7 +315,7 @@ def simulate(
         "play fewer games, or summarise them block by block with simulate_blocks()",
     )
     results = core.new_results(batch.n_games, batch.n_players)
-    for _ in batch.blocks(batch.n_games or 1, threads, progress, results):
+    for _ in _blocks(batch, batch.n_games or 1, threads, progress, results, backend, address):
         pass
     return results
 
@@ -278,6 +331,8 @@ def simulate_blocks(
     detect_cycles: bool = True,
     progress: Progress | None = None,
     block_games: int = BLOCK_GAMES,
+    backend: str = "local",
+    address: str | None = None,
 ) -> Iterator[tuple[int, np.recarray]]:
     """The games of :func:`simulate`, in order, ``block_games`` at a time, in constant memory.
 
@@ -286,4 +341,17 @@ def simulate_blocks(
     """
     batch = _Batch.of(deals_or_count, n_players, seed, max_cards, max_tricks, detect_cycles)
     block_games = checks.integer("block_games", block_games, 1)
-    yield from batch.blocks(block_games, threads, progress)
+    yield from _blocks(batch, block_games, threads, progress, None, backend, address)
+
+
+def _blocks(batch, block_games, threads, progress, results, backend, address):
+    """The blocks of a batch, played here or on Ray."""
+    backend = checks.choice("backend", backend, BACKENDS)
+    if backend == "local":
+        return batch.blocks(block_games, threads, progress, results)
+    if threads is not None:
+        raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
+    from .distributed import require_ray
+
+    require_ray()
+    return batch.ray_blocks(block_games, address, progress, results)

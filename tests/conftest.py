@@ -6,6 +6,7 @@ missing.
 """
 
 import csv
+import logging
 import sys
 from pathlib import Path
 
@@ -89,6 +90,20 @@ def load_vectors():
 def vectors():
     """All rows of vectors.tsv (the test fails if the file is missing)."""
     return load_vectors()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray with 2 CPUs for the whole session (its address, for commands that
+    join it); the test is skipped when Ray is not installed."""
+    ray = pytest.importorskip(
+        "ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[distributed]') installs it"
+    )
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
 
 
 def pytest_generate_tests(metafunc):
