@@ -136,6 +136,7 @@ def build_parser():
     d.add_argument("--split", metavar="NAME=F,...", help="Parquet: split by game, e.g. train=0.9,test=0.1")
     d.add_argument("--game-weights", action="store_true", help="Parquet: a weight column, so that every game weighs 1")
     d.add_argument("--shard-games", type=_whole_number(1), metavar="N", help="Parquet: games per shard (default 65536)")
+    _add_ray(d)
 
     b = commands.add_parser(
         "baselines",
@@ -403,7 +404,7 @@ def _cmd_dataset(args):
     )
     if not args.out.endswith(".npz"):
         return _dataset_to_parquet(args, options)
-    parquet_only = [name for name in ("split", "game_weights", "shard_games") if getattr(args, name)]
+    parquet_only = [name for name in ("split", "game_weights", "shard_games", "ray") if getattr(args, name)]
     if parquet_only:
         raise UsageError(f"beggar dataset: --{parquet_only[0].replace('_', '-')} is for Parquet: give --out DIR")
     out = _out_path("dataset", args.out)
@@ -440,8 +441,12 @@ def _dataset_to_parquet(args, options):
         raise UsageError(f"beggar dataset: --out: {error}") from None
     seed = _seed(args)
     extra = dict(split=args.split, game_weights=args.game_weights, shard_games=args.shard_games or shards.SHARD_GAMES)
-    with tempfile.TemporaryDirectory() as folder:  # samples/s counts generating only
-        _compiling_notice(lambda: shards.generate(os.path.join(folder, "d"), 1, seed=seed, **options, **extra))
+    if args.ray is not None:
+        _require_ray("dataset", args)
+        options = dict(options, threads=None, backend="ray", address=args.ray)
+    else:
+        with tempfile.TemporaryDirectory() as folder:  # samples/s counts generating only
+            _compiling_notice(lambda: shards.generate(os.path.join(folder, "d"), 1, seed=seed, **options, **extra))
     meta, seconds = _run_with_progress(
         "game",
         args.no_progress,
@@ -456,6 +461,7 @@ def _dataset_to_parquet(args, options):
     if splits is not None:
         print("splits: " + ", ".join(f"{name} {count:,}" for name, count in meta["split_samples"].items()))
     print(f"{n / seconds:,.0f} samples/s ({seconds:.2f} s)")
+    _ray_note(args)
 
 
 def _cmd_baselines(args):

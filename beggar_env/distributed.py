@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 
+BACKENDS = ("local", "ray")  # where the seeded jobs that take a backend= argument run
 INSTALL_HINT = "pip install 'beggar-env[distributed]'"
 TASKS_PER_WORKER = 2  # tasks in flight per worker: one running, one waiting
 WAIT_SECONDS = 0.25  # ray.wait in slices, so that Ctrl-C and SIGTERM are seen at once

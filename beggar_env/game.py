@@ -14,12 +14,12 @@ import numpy as np
 from . import checks, core
 from .core import Outcome, Phase
 from .deals import Deal, check_packed, pack_deals, parse_deal
+from .distributed import BACKENDS
 from .jit import parallel
 
 CHUNKS_PER_THREAD = 4  # parallel batches split games into this many chunks per thread
 BLOCK_GAMES = 1 << 18  # games per block of `simulate_blocks` (about 20 MB of results)
 RAY_TASK_GAMES = 1 << 16  # games per task on a Ray worker
-BACKENDS = ("local", "ray")
 
 Progress = Callable[[int, int], object]  # progress(done, total)
 

@@ -41,11 +41,11 @@ import numba
 from . import checks, files
 from .core import NO_LIMIT
 from .deals import Deal, format_deal, parse_deal
+from .distributed import BACKENDS
 from .finds import OBJECTIVES, Find, FindsFile, Run, TopLists, now
 from .game import CHUNKS_PER_THREAD
 from .searchers import STRATEGIES, SearchJob
 
-BACKENDS = ("local", "ray")
 SAVE_EVERY = 2.0  # seconds between rewrites of the file while finds arrive
 CHECKPOINT_EVERY = 30.0  # seconds between rewrites that only record how far the run got
 TASK_SECONDS = {"local": 0.5, "ray": 1.0}  # the aim for one range of units

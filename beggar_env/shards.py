@@ -28,6 +28,7 @@ import numpy as np
 
 from . import __version__, checks, columns, core, datasets, files, streaming, task
 from .columns import require_pyarrow
+from .distributed import BACKENDS
 from .jit import parallel
 
 FORMAT = "beggar-env dataset"
@@ -321,6 +322,8 @@ def generate(
     game_weights: bool = False,
     shard_games: int = SHARD_GAMES,
     progress=None,
+    backend: str = "local",
+    address: "str | None" = None,
 ) -> dict:
     """Generate the dataset :func:`beggar_env.datasets.generate` would, streaming it to
     Parquet shards in ``directory`` (a new or empty folder) in bounded memory; return its
@@ -331,8 +334,20 @@ def generate(
     the samples of the game, so that each game weighs 1 in all). An error (a full disk,
     say) or Ctrl-C leaves nothing behind; only a crash leaves the folder, marked
     ``INCOMPLETE``. ``progress(done, n_games)`` counts games.
+
+    ``backend="ray"`` writes the shards on Ray workers, one per CPU (a local Ray, or the
+    cluster at ``address``; see :mod:`beggar_env.distributed`), a shard per task, each
+    worker on one thread: the same files, byte for byte, as a local run. On a cluster,
+    ``directory`` must be a shared folder that every node sees at the same path.
     """
     require_pyarrow()
+    backend = checks.choice("backend", backend, BACKENDS)
+    if backend == "ray":
+        if threads is not None:
+            raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
+        from .distributed import require_ray
+
+        require_ray()
     job = Job.of(
         n_games,
         n_players=n_players,
@@ -348,7 +363,10 @@ def generate(
     with parallel(threads):  # checks threads before anything is written
         created = create(path)
         try:
-            shards = write_games(path, job, 0, job.n_games, threads=threads, progress=progress)
+            if backend == "ray":
+                shards = _write_on_ray(path, job, address, progress)
+            else:
+                shards = write_games(path, job, 0, job.n_games, threads=threads, progress=progress)
             return finish(path, job, shards)
         except BaseException as error:
             discard(path, created)
@@ -358,6 +376,42 @@ def generate(
                     error.errno, f"writing the dataset in {path} failed: {reason} (nothing was kept)"
                 ) from None
             raise
+
+
+def _write_on_ray(path, job, address, progress) -> list:
+    """:func:`write_games` of every shard, a shard per task on Ray workers."""
+    from .distributed import Workers
+
+    summaries, done = [], 0
+    with Workers(_ShardJob(os.path.abspath(path), job), address) as workers:
+        for (index,), written in workers.unordered((index,) for index in range(job.n_shards)):
+            summaries.extend(written)
+            lo, hi = job.shard_games_of(index)
+            done += hi - lo
+            if progress is not None:
+                progress(done, job.n_games)
+    return summaries
+
+
+@dataclass(frozen=True)
+class _ShardJob:
+    """A dataset's shards as a job for :class:`beggar_env.distributed.Workers`: task ``(j,)``
+    writes shard ``j`` on one thread."""
+
+    directory: str
+    job: Job
+
+    def warm(self):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            one = Job(**{**self.job.as_dict(), "n_games": 1, "shard_games": 1})
+            create(os.path.join(folder, "warm"))
+            write_games(os.path.join(folder, "warm"), one, 0, 1, threads=1)
+
+    def run(self, index):
+        lo, hi = self.job.shard_games_of(index)
+        return write_games(self.directory, self.job, lo, hi, threads=1)
 
 
 # ------------------------------------------------------------------------ reading

@@ -134,3 +134,60 @@ def test_the_commands_join_a_cluster_by_its_address(ray_cluster, tmp_path):
     local = beggar_env.simulate(20_000, seed=3)
     for name in local.dtype.names:
         assert np.array_equal(saved[name], local[name]), name
+
+
+def test_beggar_dataset_writes_its_shards_on_ray(ray_cluster, tmp_path):
+    pytest.importorskip("pyarrow")
+    from beggar_env import datasets
+
+    run = beggar(
+        "dataset", "--ray", ray_cluster, "--games", "3000", "--shard-games", "1000", "--seed", "8", "--out", "d",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "3 shards" in run.stdout and "on Ray" in run.stdout
+    loaded, expected = datasets.load(tmp_path / "d"), datasets.generate(3000, seed=8)
+    assert np.array_equal(loaded.observations, expected.observations) and np.array_equal(loaded.game, expected.game)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--out", "d.npz"], "--ray is for Parquet: give --out DIR"),
+        (["--out", "d", "--threads", "2"], "--threads is for a local run"),
+    ],
+)
+def test_beggar_dataset_on_ray_refuses_what_it_cannot_do(tmp_path, extra, message):
+    run = beggar("dataset", "--ray", "--games", "10", *extra, cwd=tmp_path)
+    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr
+    assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------------------ datasets
+
+
+def test_a_dataset_written_on_ray_is_the_local_one_byte_for_byte(ray_cluster, tmp_path):
+    pytest.importorskip("pyarrow")
+    from beggar_env import shards
+
+    options = dict(
+        n_players=3, samples="trick", seed=12, split="train=0.8,test=0.2", game_weights=True, shard_games=700
+    )
+    local = shards.generate(tmp_path / "local", 3000, **options)
+    progress = []
+    on_ray = shards.generate(tmp_path / "ray", 3000, backend="ray", progress=lambda *p: progress.append(p), **options)
+    assert on_ray == local and len(local["shards"]) == 5
+    contents = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert contents(tmp_path / "ray") == contents(tmp_path / "local")
+    assert sorted(progress)[-1] == (3000, 3000) and len(progress) == 5
+
+
+def test_a_dataset_on_ray_refuses_threads_before_writing(tmp_path):
+    pytest.importorskip("pyarrow")
+    from beggar_env import shards
+
+    with pytest.raises(ValueError, match="threads is for the local backend"):
+        shards.generate(tmp_path / "d", 10, backend="ray", threads=2)
+    with pytest.raises(ValueError, match="backend"):
+        shards.generate(tmp_path / "d", 10, backend="dask")
+    assert not (tmp_path / "d").exists()
