@@ -122,15 +122,36 @@ def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), sta
     return results
 
 
+def read_policy(path, protocol, players):
+    """A policy's report (a JSON file of ``evaluate.evaluate_policy``), checked to be a
+    whole report of this protocol's test set for one of ``players``: ``ValueError`` saying
+    what is wrong, before any work is done."""
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: not a readable JSON report ({error})") from None
+    if not isinstance(report, dict):
+        raise ValueError(f"{path}: not a report of evaluate.evaluate_policy")
+    missing = [key for key in ev.REPORT_KEYS if key not in report]
+    if missing:
+        raise ValueError(
+            f"{path}: the report lacks {', '.join(missing)} (written by an older version?): evaluate the policy again"
+        )
+    if report["n_players"] not in players or report["games"] != protocol.test_games:
+        raise ValueError(
+            f"{path}: a report of {report['games']} {report['n_players']}-player test games, not of this protocol's "
+            f"test set ({protocol.test_games} games of {' or '.join(map(str, players))} players)"
+        )
+    return report
+
+
 def add_policies(results, paths):
     """Add policy reports (JSON files of ``evaluate.evaluate_policy`` on the same test set)
     as rows, before the oracle."""
-    games = results["protocol"]["test_games"]
+    protocol = Protocol(**results["protocol"])
     for path in paths:
-        report = json.loads(Path(path).read_text())
-        block = results["players"].get(str(report.get("n_players")))
-        if block is None or report.get("games") != games:
-            raise ValueError(f"{path}: not a report of this protocol's test set ({games} games)")
+        report = read_policy(path, protocol, [int(n) for n in results["players"]])
+        block = results["players"][str(report["n_players"])]
         _add_gaps([report], block["reports"])
         block["reports"].insert(-1, report)
 

@@ -478,9 +478,14 @@ def _cmd_baselines(args):
     out = os.path.abspath(args.out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"beggar baselines: --out: {out} is a file, not a folder")
+    protocol = baselines.QUICK if args.quick else baselines.FULL
     for path in args.policy:
         if not os.path.isfile(path):
             raise UsageError(f"beggar baselines: --policy: no such file: {path}")
+        try:
+            baselines.read_policy(path, protocol, args.players)
+        except ValueError as error:
+            raise UsageError(f"beggar baselines: --policy: {error}") from None
 
     def stage(name):
         bar = tqdm(
@@ -495,7 +500,6 @@ def _cmd_baselines(args):
 
         return progress
 
-    protocol = baselines.QUICK if args.quick else baselines.FULL
     command = "beggar baselines" + (" --quick" if args.quick else "") + (
         f" --players {' '.join(map(str, args.players))}" if args.players != [2, 3, 4] else "") + (
         f" --seed {args.seed}" if args.seed else "")  # fmt: skip

@@ -155,6 +155,9 @@ def summarise(scores, game, n_games, mask, bootstrap=1000, seed=0):
     return out
 
 
+REPORT_KEYS = ("forecaster", "n_players", "positions", "games", "forecasts_per_s", "slices", "reliability", "by_cards")
+
+
 def report(name, probs, test, seconds, bootstrap=1000):
     """The protocol's report of forecasts ``probs`` (one row per test position): per slice,
     each metric's value, 95% interval and game-weighted value, and ECE; the reliability

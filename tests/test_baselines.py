@@ -98,6 +98,27 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     wrong.write_text(json.dumps({**policy, "games": 7}))
     with pytest.raises(ValueError, match="test set"):
         baselines.add_policies(copy.deepcopy(results), [wrong])
+    old = tmp_path / "old.json"  # a report from before the curves were part of it
+    old.write_text(json.dumps({k: v for k, v in policy.items() if k not in ("by_cards", "reliability")}))
+    with pytest.raises(ValueError, match="lacks reliability, by_cards"):
+        baselines.add_policies(copy.deepcopy(results), [old])
+
+
+def test_a_policy_report_is_checked_before_the_study_runs(tmp_path):
+    report = {key: 0 for key in ev.REPORT_KEYS if key != "by_cards"}
+    (tmp_path / "old.json").write_text(json.dumps(report))
+    (tmp_path / "other.json").write_text(json.dumps({**report, "by_cards": {}, "n_players": 2, "games": 7}))
+    (tmp_path / "bad.json").write_text("{not json")
+    for name, word in (("old.json", "lacks by_cards"), ("other.json", "7 2-player test games"), ("bad.json", "JSON")):
+        run = subprocess.run(
+            [sys.executable, "-m", "beggar_env.cli", "baselines", "--policy", str(tmp_path / name), "--out", "x"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr, run.stderr
+        assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize(
