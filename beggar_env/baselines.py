@@ -58,9 +58,10 @@ def game_statistics(n_players, games, seed, progress=_ignore):
     return out
 
 
-def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name: _ignore):
-    """Train and evaluate every baseline for one player count. ``stage(name)`` returns the
-    progress callback of a long stage (the Bayes rollouts, the game statistics)."""
+def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, unit: _ignore):
+    """Train and evaluate every baseline for one player count. ``stage(name, unit)`` returns
+    the progress callback of a long stage: each forecaster's forecasts (counting positions),
+    the game statistics (counting games)."""
     started = time.perf_counter()
     test = ev.TestSet.generate(n_players, protocol.test_games, threads=threads)
     train = datasets.generate(
@@ -84,7 +85,7 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name: _i
         began = time.perf_counter()
         forecaster.fit(train)
         fit_seconds = time.perf_counter() - began
-        probs, seconds = ev.forecast(forecaster, test, stage(forecaster.name))
+        probs, seconds = ev.forecast(forecaster, test, stage(forecaster.name, "pos"))
         reports.append({**ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap), "fit_s": fit_seconds})
     _add_gaps(reports, reports)
     return {
@@ -93,7 +94,7 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name: _i
         "positions": len(test.labels),
         "open_positions": int(test.slices["open"].sum()),
         "train_samples": len(train),
-        "game_statistics": game_statistics(n_players, protocol.stats_games, seed, stage("game statistics")),
+        "game_statistics": game_statistics(n_players, protocol.stats_games, seed, stage("game statistics", "game")),
         "seconds": time.perf_counter() - started,
     }
 
@@ -106,7 +107,7 @@ def _add_gaps(reports, among):
         result["gap_closed"] = {s: ev.gap_closed(result, prior, bayes, s) for s in ("all", "open")}
 
 
-def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), stage=lambda name: _ignore):
+def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), stage=lambda name, unit: _ignore):
     """The whole study; ``policies`` are extra reports (JSON files written from
     ``evaluate.evaluate_policy`` on the same test set) added as rows."""
     results = {
@@ -226,6 +227,19 @@ def markdown_table(block):
     return "\n".join(lines)
 
 
+def slices_table(block, metric="accuracy"):
+    """``metric`` of every forecaster on every slice of the protocol (position-weighted),
+    and over all positions game-weighted (each game counts once)."""
+    names = list(block["reports"][0]["slices"])
+    header = ["forecaster", *names, "all, game-weighted"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for report in block["reports"]:
+        cells = [f"{_value(report, name, metric):.3f}" for name in names]
+        cells.append(f"{report['slices']['all'][metric]['game_weighted']:.3f}")
+        lines.append("| " + " | ".join([report["forecaster"], *cells]) + " |")
+    return "\n".join(lines)
+
+
 def statistics_table(results):
     header = ["players", "games", "mean cards", "median", "p5", "p95", "p99", "max", "mean tricks", "never ends"]
     header.append("seat win rates (95% CI)")
@@ -255,6 +269,11 @@ def write(results, out, command):
             f"{block['positions']:,} test positions ({block['open_positions']:,} open) of "
             f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples.\n",
             markdown_table(block),
+            "\nEvery slice (cards played so far; progress quartile, cards so far / the game's length; open"
+            " positions), position-weighted, and all positions game-weighted. Accuracy:\n",
+            slices_table(block, "accuracy"),
+            "\nLog loss:\n",
+            slices_table(block, "log_loss"),
         ]
     (out / "tables.md").write_text("\n".join(parts) + "\n")
     return draw(results, out)
@@ -268,26 +287,30 @@ def draw(results, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    pairs = plt.get_cmap("tab20").colors
+    colors = pairs[0::2] + pairs[1::2]  # 20 distinct colours, the strong ones first
     written = []
     for n, block in results["players"].items():
-        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
-        for report in block["reports"]:
+        fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
+        for report, color in zip(block["reports"], colors):
             curve = report["by_cards"]
             x = np.arange(len(curve["accuracy"])) * curve["bin"]
             for ax, metric in zip(axes, ("accuracy", "log_loss")):
-                ax.plot(x, curve[metric], label=report["forecaster"], lw=1.3)
+                ax.plot(x, curve[metric], label=report["forecaster"], lw=1.3, color=color)
         for ax, metric in zip(axes, ("accuracy", "log loss")):
             ax.set_xlabel("cards played so far")
             ax.set_ylabel(metric)
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=7, loc="lower right")
+        fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="center right")
         fig.suptitle(f"{n} players: forecasts by cards played (test positions, bins of 10 cards)")
-        written.append(_save(fig, out / f"by_cards_{n}p.png"))
+        written.append(_save(fig, out / f"by_cards_{n}p.png", rect=(0, 0, 0.82, 1)))  # the legend on the right
         fig, ax = plt.subplots(figsize=(5.5, 5.5))
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
-        for report in block["reports"]:
+        for report, color in zip(block["reports"], colors):
             curve = report["reliability"]
-            ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, lw=1, label=report["forecaster"])
+            ax.plot(
+                curve["confidence"], curve["accuracy"], marker="o", ms=3, lw=1, label=report["forecaster"], color=color
+            )
         ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
         ax.legend(fontsize=6)
         written.append(_save(fig, out / f"reliability_{n}p.png"))
@@ -301,8 +324,8 @@ def draw(results, out):
     return written
 
 
-def _save(fig, path):
-    fig.tight_layout()
+def _save(fig, path, rect=None):
+    fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=110)
     import matplotlib.pyplot as plt
 

@@ -487,9 +487,9 @@ def _cmd_baselines(args):
         except ValueError as error:
             raise UsageError(f"beggar baselines: --policy: {error}") from None
 
-    def stage(name):
+    def stage(name, unit):
         bar = tqdm(
-            desc=name, unit="pos", unit_scale=True, delay=0.5, file=sys.stderr, disable=args.no_progress, leave=False
+            desc=name, unit=unit, unit_scale=True, delay=0.5, file=sys.stderr, disable=args.no_progress, leave=False
         )
 
         def progress(done, total):

@@ -70,6 +70,11 @@ def test_outputs_are_written(study):
     assert saved["players"]["2"]["reports"][0]["slices"]["all"]["positions"] == results["players"]["2"]["positions"]
     tables = (out / "tables.md").read_text()
     assert "## 2 players" in tables and "| oracle | 1.000 (1.000-1.000)" in tables and "## Game statistics" in tables
+    bayes = next(r for r in results["players"]["2"]["reports"] if r["forecaster"].startswith("Bayes"))
+    by_slice = [f"{bayes['slices'][name]['accuracy']['value']:.3f}" for name in bayes["slices"]]
+    game_weighted = f"{bayes['slices']['all']['accuracy']['game_weighted']:.3f}"
+    assert f"| {bayes['forecaster']} | {' | '.join(by_slice)} | {game_weighted} |" in tables
+    assert "| progress Q1 | progress Q2 | progress Q3 | progress Q4 | open | all, game-weighted |" in tables
     assert {p.name for p in written} == {
         "by_cards_2p.png",
         "by_cards_3p.png",
