@@ -38,7 +38,12 @@ class BeggarVectorEnv(VectorEnv):
       autoreset the new deal's observation is returned at once and the last one is in
       ``info["final_obs"]`` and ``info["final_info"]``;
     * infos are dicts of arrays, each key with a ``_key`` mask, as ``SyncVectorEnv``
-      would build them from the single envs' infos.
+      would build them from the single envs' infos;
+    * ``copy`` (True by default): every reset and step returns new observation arrays. With
+      ``copy=False`` they are views of one buffer that the next reset or step overwrites, as
+      with Gymnasium's ``SyncVectorEnv(copy=False)``: for callers that copy what they keep
+      (a rollout buffer), and faster with many envs, where fresh memory at every step costs
+      as much as the step itself on some machines.
 
     The per-env work of a step (scoring, playing, observing, dealing anew) runs in one
     parallel compiled call over all envs.
@@ -57,8 +62,11 @@ class BeggarVectorEnv(VectorEnv):
         max_cards: int | None = None,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
     ):
         num_envs = checks.integer("num_envs", num_envs, 1)
+        if not isinstance(copy, (bool, np.bool_)):
+            raise TypeError(f"copy must be True or False, not {type(copy).__name__}")
         if not isinstance(autoreset_mode, AutoresetMode):
             checks.choice("autoreset_mode", autoreset_mode, [mode.value for mode in AutoresetMode])
             autoreset_mode = AutoresetMode(autoreset_mode)
@@ -73,6 +81,7 @@ class BeggarVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.autoreset_mode = autoreset_mode
+        self.copy = bool(copy)
         self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
         self._autoreset = AUTORESET_MODES[autoreset_mode]
         self._settings = self.config.settings(self._autoreset)
@@ -102,7 +111,7 @@ class BeggarVectorEnv(VectorEnv):
         mask = self._check_mask(mask)
         if seed is not None or not self._seeded:
             self._seed(seed, mask)
-        obs = self._obs.copy()  # envs outside reset_mask keep their observation
+        obs = self._obs.copy() if self.copy else self._obs  # envs outside reset_mask keep their observation
         if deals is None:
             with PARALLEL:
                 task.reset_random_parallel(*self._arrays, mask, self._settings, obs)
@@ -151,7 +160,7 @@ class BeggarVectorEnv(VectorEnv):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         labels, probs = self.config.forecasts(actions, self.num_envs)
-        obs = np.empty_like(self._obs)
+        obs = np.empty_like(self._obs) if self.copy else self._obs  # the kernel writes every row
         with PARALLEL:
             task.step_parallel(*self._arrays, labels, probs, self._settings, obs, self._final_obs, self._final_results)
         self._obs = obs

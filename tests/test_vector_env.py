@@ -532,6 +532,32 @@ def test_same_seed_same_trajectory_and_different_seeds_differ():
     assert np.array_equal(full.reset(seed=[1, 2, 3, 4])[0]["hands"], a)
 
 
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_copy_false_gives_the_same_observations_in_one_reused_buffer(mode):
+    options = dict(observation="counted", n_players=3, autoreset_mode=mode)
+    fresh, reused = make_vec(8, **options), make_vec(8, copy=False, **options)
+    rng = np.random.default_rng(5)
+    a, _ = fresh.reset(seed=9)
+    b, _ = reused.reset(seed=9)
+    first = b
+    for step in range(600):
+        if mode == "Disabled" and step % 50 == 49:  # deal anew the envs that ended, keep the others
+            mask = fresh._envs["terminated"].astype(bool)
+            if mask.any():
+                a, _ = fresh.reset(options={"reset_mask": mask})
+                b, _ = reused.reset(options={"reset_mask": mask})
+        for name in a:
+            assert np.array_equal(a[name], b[name]), (step, name)
+        kept, snapshot = a, {name: value.copy() for name, value in a.items()}
+        actions = rng.integers(0, 4, 8)
+        a, ra, ta, _, ia = fresh.step(actions)
+        b, rb, tb, _, ib = reused.step(actions)
+        assert np.array_equal(ra, rb) and np.array_equal(ta, tb) and np.array_equal(ia["cards"], ib["cards"])
+        assert all(np.array_equal(kept[name], snapshot[name]) for name in kept)  # copy=True: what was returned stays
+    assert all(np.shares_memory(first[name], b[name]) for name in b)  # copy=False: one buffer throughout
+    assert not any(np.shares_memory(kept[name], a[name]) for name in a)
+
+
 def test_unseeded_resets_continue_the_stream_and_a_new_seed_restarts_it():
     full = make_vec(4, observation="full")
     first = full.reset(seed=12)[0]["hands"]
@@ -623,6 +649,7 @@ def test_autoreset_mode_is_in_the_metadata(mode):
         ({"forecast": "guess"}, ["forecast"], ValueError),
         ({"max_cards": 2**63}, ["max_cards", "9,223,372,036,854,775,807"], ValueError),
         ({"render_mode": 1}, ["render_mode", "'ansi'"], TypeError),
+        ({"copy": "no"}, ["copy", "True or False"], TypeError),
     ],
 )
 def test_bad_options_raise_clear_errors_naming_them(options, words, kind):
