@@ -76,6 +76,12 @@ def verdict(value, target):
     return "ok" if value >= target else "below target"
 
 
+def targets(rows, first="target"):
+    """Print target rows (what, its value, the target, the verdict) after an empty line."""
+    print()
+    table([first, "value", "target", ""], rows, ["<", ">", "<", "<"])
+
+
 def table(header, rows, align=None):
     """Print rows (lists of strings) under header, columns left- or right-aligned."""
     align = align or ["<"] + [">"] * (len(header) - 1)
@@ -415,8 +421,7 @@ def bench_throughput(ctx):
             f"C, {c_threads} threads",
         )
     ratio("engine 1 thread / pure Python", engine_name, "pure Python")
-    print()
-    table(["ratio (games/s)", "value", "target", ""], ratio_rows, ["<", ">", "<", "<"])
+    targets(ratio_rows, "ratio (games/s)")
     if lib is not None:
         print(f"C built with: {ctx.c_build} ({ctx.compiler_version()}); OpenMP: {'yes' if ctx.c_openmp else 'no'}")
     import numba
@@ -595,12 +600,7 @@ def bench_env(ctx):
         [[name, f"{rate[name]:,.0f}", f"{spread[name]:,.0f}", f"{1e6 / rate[name]:.2f}"] for name in rate],
     )
     ratio = rate["Beggar-v0"] / rate["Trivial-v0 (does nothing)"]
-    print()
-    table(
-        ["ratio (steps/s)", "value", "target", ""],
-        [["Beggar-v0 / Trivial-v0", f"{ratio:.2f}", ">= 0.7", verdict(ratio, 0.70)]],
-        ["<", ">", "<", "<"],
-    )
+    targets([["Beggar-v0 / Trivial-v0", f"{ratio:.2f}", ">= 0.7", verdict(ratio, 0.70)]], "ratio (steps/s)")
     print(
         "(Trivial-v0: Beggar-v0's spaces; reset/step return copies of one fixed sample, reward 0.0, never ending;"
         " both step with action_space.sample() as benchmark_step does)"
@@ -721,8 +721,7 @@ def bench_vector(ctx):
             verdict(rate[mid]["native"] / rate[mid]["sync"], 50),
         ],
     ]
-    print()
-    table(["target", "value", "target", ""], target_rows, ["<", ">", "<", "<"])
+    targets(target_rows)
     ctx.figure(
         f"native vector env: {fmt_rate(rate[top]['native'])} env-steps/s at {top:,} envs, "
         f"{fmt_rate(rate[mid]['native'])} at {mid:,}; {rate[mid]['native'] / rate[mid]['sync']:,.0f}x "
@@ -886,12 +885,7 @@ def bench_dataset(ctx):
             f"({nbytes[n_games] / best['1 thread'][1]:.0f} bytes a sample); one dataset alive at a time"
         )
     top = f"{all_threads} threads" if all_threads > 1 else "1 thread"
-    print()
-    table(
-        ["target", "value", "target", ""],
-        [[f"samples/s on {top}", fmt_rate(rate[top]), ">= 5.0 M", verdict(rate[top], 5e6)]],
-        ["<", ">", "<", "<"],
-    )
+    targets([[f"samples/s on {top}", fmt_rate(rate[top]), ">= 5.0 M", verdict(rate[top], 5e6)]])
     line = f"datasets.generate (public, one sample per card): {fmt_rate(rate[top])} samples/s on {top}"
     if all_threads > 1:
         line += f", {fmt_rate(rate['1 thread'])} on 1 thread"
@@ -985,12 +979,7 @@ def bench_parquet(ctx):
     print(
         "peak RSS of `beggar dataset`: " + ", ".join(f"{label} {peak / 2**20:,.0f} MiB" for label, peak in rss.items())
     )
-    print()
-    table(
-        ["target", "value", "target", ""],
-        [["streamed / in-memory samples/s", f"{ratio:.2f}x", ">= 0.5x", verdict(ratio, 0.5)]],
-        ["<", ">", "<", "<"],
-    )
+    targets([["streamed / in-memory samples/s", f"{ratio:.2f}x", ">= 0.5x", verdict(ratio, 0.5)]])
     bench_parquet_writing(work / "check", n_samples)
     bench_parquet_reading(work / "check", n_samples)
     ctx.figure(
@@ -1097,13 +1086,11 @@ def bench_parquet_scale(ctx):
     size = folder_bytes(work / "d")
     n_samples = int(stdout.split(" samples", 1)[0].split()[-1].replace(",", ""))
     print(stdout.strip())
-    table(
-        ["target", "value", "target", ""],
+    targets(
         [
             ["wall time", f"{seconds:.0f} s", "<= 600 s", verdict(600, seconds)],
             ["peak RSS", f"{peak / 2**30:.2f} GiB", "<= 2 GiB", verdict(2**31, peak)],
-        ],
-        ["<", ">", "<", "<"],
+        ]
     )
     print(f"disk: {size / 2**30:.2f} GiB for {n_samples:,} samples, {size / n_samples:.1f} bytes a sample")
     ctx.figure(
@@ -1153,12 +1140,7 @@ def bench_search(ctx):
         [[name, f"{n:,}", f"{best[name][0]:.3f}", fmt_rate(rate[name])] for name in best],
     )
     ratio = rate["search (random)"] / rate["simulate"]
-    print()
-    table(
-        ["ratio (deals/s)", "value", "target", ""],
-        [["random search / simulate", f"{ratio:.2f}", ">= 0.9", verdict(ratio, 0.9)]],
-        ["<", ">", "<", "<"],
-    )
+    targets([["random search / simulate", f"{ratio:.2f}", ">= 0.9", verdict(ratio, 0.9)]], "ratio (deals/s)")
     print(f"(both on {threads} threads; the search's top 10 agree with simulate's results: the same games)")
     ctx.figure(
         f"random search: {fmt_rate(rate['search (random)'])} deals/s on {threads} threads, "
@@ -1208,12 +1190,7 @@ def bench_search_ray(ctx, local_rate):
         [["local", f"{n:,}", fmt_rate(rate["local"]), "0"], ["ray", f"{n:,}", fmt_rate(rate["ray"]), f"{startup:.1f}"]],
     )
     ratio = rate["ray"] / rate["local"]
-    print()
-    table(
-        ["ratio (deals/s)", "value", "target", ""],
-        [["Ray / local backend", f"{ratio:.2f}", ">= 0.8", verdict(ratio, 0.8)]],
-        ["<", ">", "<", "<"],
-    )
+    targets([["Ray / local backend", f"{ratio:.2f}", ">= 0.8", verdict(ratio, 0.8)]], "ratio (deals/s)")
     print(
         f"(ray.init: {ray_start:.1f} s, once; start-up per search: starting {cpus} workers and warming them; "
         "both backends found the same deals)"
@@ -1278,14 +1255,11 @@ def bench_search_quality(ctx):
     for strategy, report in reports.items():
         print(f"{strategy:>6} longest: {report.found['cards'][0].deal} ({report.found['cards'][0].cards:,} cards)")
     local, random_ = reports["local"].found["cards"][0].cards, reports["random"].found["cards"][0].cards
-    print()
-    table(
-        ["target", "value", "target", ""],
+    targets(
         [
             ["local best / random best (cards)", f"{local / random_:.2f}", "> 1", verdict(local / random_, 1.0001)],
             [f"local best, {players} players", f"{local:,}", ">= 6,000 (aim)", verdict(local, 6000)],
-        ],
-        ["<", ">", "<", "<"],
+        ]
     )
     lengths = neighbour_lengths(NESSLER)
     baseline = beggar_env.simulate(100_000, seed=seed)
