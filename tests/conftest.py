@@ -7,6 +7,8 @@ missing.
 
 import csv
 import logging
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -177,3 +179,14 @@ def hands_of(deal):
     if isinstance(deal, str):
         return [[_COURT_CLASS.get(symbol, 0) for symbol in hand] for hand in deal.split("/")]
     return [[_COURT_CLASS.get(token.rstrip("CDHS"), 0) for token in hand] for hand in deal.hands]
+
+
+def read_only_runner():
+    """How to run a child that cannot write where its own user could: as root, without the
+    capability to override file permissions; else the permissions themselves."""
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
+    return (setpriv, "--inh-caps=-dac_override", "--bounding-set=-dac_override")

@@ -16,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import read_only_runner
 
 import beggar_env
 from beggar_env import cli, core, datasets, shards, streaming, task
@@ -465,18 +466,6 @@ def test_out_that_is_not_empty_or_writable_gives_one_line(tmp_path):
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and "permission denied" in lines[0], run.stderr
     assert list(locked.iterdir()) == [] and os.listdir(tmp_path / "full") == ["mine"]
-
-
-def read_only_runner():
-    """As root, a child without the capability to override file permissions (as in test_processes)."""
-    if os.geteuid() != 0:
-        return ()
-    import shutil
-
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
-    return (setpriv, "--inh-caps=-dac_override", "--bounding-set=-dac_override")
 
 
 def test_without_pyarrow_the_command_says_how_to_install_it(tmp_path, monkeypatch, capsys):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import read_only_runner
 
 import beggar_env
 from beggar_env import files
@@ -100,17 +101,6 @@ print("ok")
 # ---------------------------------------------------------- read-only install
 
 
-def _read_only_runner():
-    """How to run a child that cannot write where its own user could: as root, without the
-    capability to override file permissions; else the permissions themselves."""
-    if os.geteuid() != 0:
-        return ()
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
-    return (setpriv, "--inh-caps=-dac_override", "--bounding-set=-dac_override")
-
-
 def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
     site, home, cache, temporary = (tmp_path / name for name in ("site", "home", "cache", "tmp"))
     shutil.copytree(REPO / "beggar_env", site / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
@@ -132,7 +122,7 @@ def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
         "TMPDIR": str(temporary),
         "XDG_CACHE_HOME": str(home / ".cache"),
     }
-    run = python(code, env=env, prefix=_read_only_runner(), cwd=home)  # not the checkout: its package is writable
+    run = python(code, env=env, prefix=read_only_runner(), cwd=home)  # not the checkout: its package is writable
     try:
         assert run.returncode == 0, run.stderr[-3000:]
         assert run.stdout.split() == ["12", str(int(beggar_env.simulate(30, seed=1).cards.sum()))]
