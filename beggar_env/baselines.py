@@ -171,6 +171,7 @@ def versions():
 
 
 def machine():
+    """The CPU model and the number of CPUs this process may use."""
     model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -179,7 +180,8 @@ def machine():
                 break
     except OSError:
         pass
-    return {"cpu": model, "cpus": os.cpu_count()}
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": model, "cpus": cpus}
 
 
 # ------------------------------------------------------------------------- output

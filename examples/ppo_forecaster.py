@@ -22,14 +22,13 @@ project's protocol (``beggar_env.evaluate``) as a policy acting in the env.
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
 
 import numpy as np
 
-from beggar_env import evaluate, files
+from beggar_env import baselines, evaluate, files
 
 HYPERPARAMETERS = dict(  # n_steps x envs = 8,192 steps a rollout at the default 256 envs
     n_steps=32,
@@ -141,13 +140,8 @@ def versions():
 
 
 def machine():
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{model}, {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} cores"
+    cpu = baselines.machine()
+    return f"{cpu['cpu']}, {cpu['cpus']} cores"
 
 
 def headline(report):
