@@ -541,24 +541,24 @@ def _add_ray(parser):
     )
 
 
-def _positive_number(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number > 0, not {checks.excerpt(text)}")
-    return value
+def _real_number(minimum, strict=False):
+    """An argparse type: a finite number ``>= minimum`` (``> minimum`` if ``strict``), as
+    :func:`beggar_env.checks.number` checks it for the API."""
+    bound = f"{'>' if strict else '>='} {minimum}"
 
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}") from None
+        if value != float("inf"):
+            try:
+                return checks.number("the value", value, minimum, strict)
+            except ValueError:
+                pass
+        raise argparse.ArgumentTypeError(f"must be a number {bound}, not {checks.excerpt(text)}")
 
-def _temperature(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {checks.excerpt(text)}")
-    return value
+    return parse
 
 
 def _add_search_parser(commands):
@@ -578,11 +578,11 @@ def _add_search_parser(commands):
         "--objective", choices=OBJECTIVES, default="cards", help="what local walks climb (every list is kept)"
     )
     q.add_argument("--deals", type=_whole_number(1), metavar="N", help="the run's deal budget, all sessions together")
-    q.add_argument("--minutes", type=_positive_number, metavar="M", help="this session's time budget")
+    q.add_argument("--minutes", type=_real_number(0, strict=True), metavar="M", help="this session's time budget")
     q.add_argument("--start", action="append", default=[], metavar="DEAL", help="a start deal for local walks")
     q.add_argument("--walk-steps", type=_whole_number(1), default=1000, metavar="N", help="games per local walk")
     q.add_argument(
-        "--temperature", type=_temperature, default=0.0, metavar="T", help="simulated annealing (0: hill climbing)"
+        "--temperature", type=_real_number(0), default=0.0, metavar="T", help="simulated annealing (0: hill climbing)"
     )
     q.add_argument("--top", type=_whole_number(1, 10_000), default=10, metavar="K", help="deals kept per list")
     q.add_argument("--out", required=True, metavar="FILE.jsonl", help="the file of the top lists")
