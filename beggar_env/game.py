@@ -217,7 +217,7 @@ class _Batch:
         tasks = [(a, min(a + RAY_TASK_GAMES, hi)) for lo, hi in blocks for a in range(lo, hi, RAY_TASK_GAMES)]
         if not tasks:
             return
-        with Workers(_RangeJob(self)) as workers:
+        with Workers(_RangeJob(self), address=address) as workers:
             done = 0
             for (a, b), part in workers.ordered(tasks):
                 lo = a // block_games * block_games

@@ -383,7 +383,7 @@ def _write_on_ray(path, job, address, progress) -> list:
     from .distributed import Workers
 
     summaries, done = [], 0
-    with Workers(_ShardJob(os.path.abspath(path), job), address) as workers:
+    with Workers(_ShardJob(os.path.abspath(path), job), address=address) as workers:
         for (index,), written in workers.unordered((index,) for index in range(job.n_shards)):
             summaries.extend(written)
             lo, hi = job.shard_games_of(index)

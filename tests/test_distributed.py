@@ -191,3 +191,33 @@ def test_a_dataset_on_ray_refuses_threads_before_writing(tmp_path):
     with pytest.raises(ValueError, match="backend"):
         shards.generate(tmp_path / "d", 10, backend="dask")
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("run", ["simulate", "simulate_blocks", "dataset", "search"])
+def test_every_ray_job_joins_the_cluster_it_is_given(run, tmp_path, monkeypatch):
+    pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[test]'")
+    import beggar_env.distributed as distributed
+
+    joined = []
+
+    class Refused(Exception):
+        pass
+
+    def workers(job, address=None, workers=None):
+        joined.append(address)
+        raise Refused  # no Ray needed: only the address handed to the workers is checked
+
+    monkeypatch.setattr(distributed, "Workers", workers)
+    with pytest.raises(Refused):
+        if run == "simulate":
+            beggar_env.simulate(10, seed=1, backend="ray", address="head:6379")
+        elif run == "simulate_blocks":
+            list(beggar_env.simulate_blocks(10, seed=1, backend="ray", address="head:6379"))
+        elif run == "dataset":
+            pytest.importorskip("pyarrow")
+            from beggar_env import shards
+
+            shards.generate(tmp_path / "d", 10, seed=1, backend="ray", address="head:6379")
+        else:
+            search(2, deals=10, seed=1, backend="ray", address="head:6379")
+    assert joined == ["head:6379"]
