@@ -210,52 +210,72 @@ def table_rows(block):
     return rows
 
 
+def _markdown(header, rows):
+    """A markdown table: ``header`` and ``rows`` are lists of cell texts."""
+    lines = ["| " + " | ".join(cells) + " |" for cells in [header, *rows]]
+    lines.insert(1, "|" + "---|" * len(header))
+    return "\n".join(lines)
+
+
 def markdown_table(block):
     header = ["forecaster", "accuracy (95% CI)", "log loss", "Brier", "ECE"]
     header += [f"acc. / log loss, {s}" for s in TABLE_SLICES[1:]] + ["gap closed (log loss)", "forecasts/s"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = []
     for row in table_rows(block):
-        cells = [
-            row["forecaster"],
-            f"{row['accuracy']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f})",
-            f"{row['log loss all']:.3f}",
-            f"{row['brier']:.3f}",
-            f"{row['ece']:.3f}",
-            *(f"{row[f'accuracy {s}']:.3f} / {row[f'log loss {s}']:.3f}" for s in TABLE_SLICES[1:]),
-            f"{row['gap closed']:.2f}",
-            f"{row['forecasts/s']:,.0f}",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(
+            [
+                row["forecaster"],
+                f"{row['accuracy']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f})",
+                f"{row['log loss all']:.3f}",
+                f"{row['brier']:.3f}",
+                f"{row['ece']:.3f}",
+                *(f"{row[f'accuracy {s}']:.3f} / {row[f'log loss {s}']:.3f}" for s in TABLE_SLICES[1:]),
+                f"{row['gap closed']:.2f}",
+                f"{row['forecasts/s']:,.0f}",
+            ]
+        )
+    return _markdown(header, rows)
 
 
 def slices_table(block, metric="accuracy"):
     """``metric`` of every forecaster on every slice of the protocol (position-weighted),
     and over all positions game-weighted (each game counts once)."""
     names = list(block["reports"][0]["slices"])
-    header = ["forecaster", *names, "all, game-weighted"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for report in block["reports"]:
-        cells = [f"{_value(report, name, metric):.3f}" for name in names]
-        cells.append(f"{report['slices']['all'][metric]['game_weighted']:.3f}")
-        lines.append("| " + " | ".join([report["forecaster"], *cells]) + " |")
-    return "\n".join(lines)
+    rows = [
+        [
+            report["forecaster"],
+            *(f"{_value(report, name, metric):.3f}" for name in names),
+            f"{report['slices']['all'][metric]['game_weighted']:.3f}",
+        ]
+        for report in block["reports"]
+    ]
+    return _markdown(["forecaster", *names, "all, game-weighted"], rows)
 
 
 def statistics_table(results):
     header = ["players", "games", "mean cards", "median", "p5", "p95", "p99", "max", "mean tricks", "never ends"]
     header.append("seat win rates (95% CI)")
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = []
     for n, block in results["players"].items():
         st = block["game_statistics"]
         seats = "; ".join(f"{s['seat']}: {s['rate']:.4f} ({s['ci95'][0]:.4f}-{s['ci95'][1]:.4f})" for s in st["seats"])
         cards = st["cards"]
-        lines.append(
-            f"| {n} | {st['games']:,} | {cards['mean']:.1f} | {cards['p50']:.0f} | {cards['p5']:.0f} | "
-            f"{cards['p95']:.0f} | {cards['p99']:.0f} | {cards['max']} | {st['tricks']['mean']:.1f} | "
-            f"{st['cycles']} ({st['cycle_share']:.2e}) | {seats} |"
+        rows.append(
+            [
+                n,
+                f"{st['games']:,}",
+                f"{cards['mean']:.1f}",
+                f"{cards['p50']:.0f}",
+                f"{cards['p5']:.0f}",
+                f"{cards['p95']:.0f}",
+                f"{cards['p99']:.0f}",
+                f"{cards['max']}",
+                f"{st['tricks']['mean']:.1f}",
+                f"{st['cycles']} ({st['cycle_share']:.2e})",
+                seats,
+            ]
         )
-    return "\n".join(lines)
+    return _markdown(header, rows)
 
 
 def write(results, out, command):
