@@ -465,8 +465,6 @@ def _dataset_to_parquet(args, options):
 
 
 def _cmd_baselines(args):
-    import os
-
     try:
         from . import baselines
     except ImportError as error:
