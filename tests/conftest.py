@@ -9,7 +9,9 @@ import csv
 import logging
 import os
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,26 @@ def read_only_runner():
     if setpriv is None:
         pytest.skip("running as root without setpriv: cannot make a folder unwritable")
     return (setpriv, "--inh-caps=-dac_override", "--bounding-set=-dac_override")
+
+
+def beggar_process(*args, env=None, cwd=None):
+    """``beggar ARGS`` started in a child process (text pipes for stdout and stderr)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "beggar_env.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+
+
+def interrupt(process, sig, after):
+    """Send ``sig`` once ``process`` has run ``after`` seconds; return its (status, stderr,
+    seconds from the signal to its exit)."""
+    time.sleep(after)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(sig)
+    sent = time.perf_counter()
+    _, stderr = process.communicate(timeout=30)
+    return process.returncode, stderr, time.perf_counter() - sent

@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import read_only_runner
+from conftest import beggar_process, interrupt, read_only_runner
 
 import beggar_env
 from beggar_env import cli, core, datasets, shards, streaming, task
@@ -484,33 +484,7 @@ def test_without_pyarrow_the_command_says_how_to_install_it(tmp_path, monkeypatc
 def start_long_run(out, *args):
     if not (out.parent / "warm").exists():
         shards.generate(out.parent / "warm", 10, seed=1)  # the cache is warm
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "beggar_env.cli",
-            "dataset",
-            "--games",
-            "3000000",
-            "--seed",
-            "1",
-            "--out",
-            str(out),
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def stop(process, sig, after=4):
-    time.sleep(after)
-    assert process.poll() is None, process.communicate()
-    process.send_signal(sig)
-    sent = time.perf_counter()
-    _, stderr = process.communicate(timeout=30)
-    return process.returncode, stderr, time.perf_counter() - sent
+    return beggar_process("dataset", "--games", "3000000", "--seed", "1", "--out", str(out), *args)
 
 
 @pytest.mark.parametrize(
@@ -519,7 +493,7 @@ def stop(process, sig, after=4):
 def test_ctrl_c_and_sigterm_stop_within_a_second_and_leave_nothing(tmp_path, sig, status, word):
     (tmp_path / "empty").mkdir()
     for out, left in [(tmp_path / "new", False), (tmp_path / "empty", True)]:
-        returncode, stderr, seconds = stop(start_long_run(out), sig)
+        returncode, stderr, seconds = interrupt(start_long_run(out), sig, 4)
         assert returncode == status and stderr.strip().splitlines()[-1] == f"beggar: {word}"
         assert seconds < 1.5
         assert out.exists() == left and (not left or os.listdir(out) == [])
@@ -532,7 +506,7 @@ def test_a_crash_leaves_the_folder_marked_incomplete(tmp_path):
     deadline = time.perf_counter() + 60
     while not list((out / "samples").glob("shard-*.parquet")) and time.perf_counter() < deadline:
         time.sleep(0.2)  # until a first shard is complete
-    stop(process, signal.SIGKILL, after=0)
+    interrupt(process, signal.SIGKILL, 0)
     assert (out / "INCOMPLETE").exists() and not (out / "dataset.json").exists()
     assert list((out / "samples").glob("shard-*.parquet"))
     with pytest.raises(ValueError, match="incomplete dataset"):

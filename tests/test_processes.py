@@ -7,12 +7,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import read_only_runner
+from conftest import beggar_process, interrupt, read_only_runner
 
 import beggar_env
 from beggar_env import files
@@ -29,16 +28,6 @@ def python(code, env=None, timeout=300, prefix=(), cwd=None):
         timeout=timeout,
         env={**os.environ, **(env or {})},
         cwd=cwd,
-    )
-
-
-def beggar_process(*args, env=None):
-    return subprocess.Popen(
-        [sys.executable, "-m", "beggar_env.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
     )
 
 
@@ -151,19 +140,8 @@ STOPS_WITHIN = 10  # seconds: a second on a quiet machine; loose, so that a busy
 # before the fix such a run never stopped
 
 
-def _interrupt(process, sig, after):
-    """Send ``sig`` once ``process`` has run ``after`` seconds; return its (status, stderr,
-    seconds from the signal to its exit)."""
-    time.sleep(after)
-    assert process.poll() is None, process.communicate()
-    process.send_signal(sig)
-    sent = time.perf_counter()
-    _, stderr = process.communicate(timeout=30)
-    return process.returncode, stderr, time.perf_counter() - sent
-
-
 def test_ctrl_c_stops_beggar_play_on_a_deal_that_never_ends():
-    returncode, stderr, seconds = _interrupt(beggar_process("play", CASELLA, "--no-cycles"), signal.SIGINT, 3)
+    returncode, stderr, seconds = interrupt(beggar_process("play", CASELLA, "--no-cycles"), signal.SIGINT, 3)
     assert returncode == 130 and stderr.strip() == "beggar: interrupted"
     assert seconds < STOPS_WITHIN
 
@@ -189,7 +167,7 @@ def test_ctrl_c_stops_compiled_runs_within_a_second(call):
         [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert process.stdout.readline().strip() == "ready"
-    returncode, stderr, seconds = _interrupt(process, signal.SIGINT, 1.5)
+    returncode, stderr, seconds = interrupt(process, signal.SIGINT, 1.5)
     assert "KeyboardInterrupt" in stderr and returncode != 0
     assert seconds < STOPS_WITHIN
 
@@ -199,14 +177,8 @@ def test_ctrl_c_stops_compiled_runs_within_a_second(call):
 )
 def test_ctrl_c_stops_long_command_runs_and_leaves_no_file(tmp_path, command):
     beggar_env.simulate(10), beggar_env.datasets.generate(10)  # the cache is warm
-    process = subprocess.Popen(
-        [sys.executable, "-m", "beggar_env.cli", *command, "--seed", "1"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    returncode, stderr, seconds = _interrupt(process, signal.SIGINT, 4)
+    process = beggar_process(*command, "--seed", "1", cwd=tmp_path)
+    returncode, stderr, seconds = interrupt(process, signal.SIGINT, 4)
     assert returncode == 130 and "beggar: interrupted" in stderr
     assert seconds < STOPS_WITHIN
     assert list(tmp_path.iterdir()) == []
@@ -216,24 +188,8 @@ def test_sigterm_keeps_an_earlier_results_file_whole(tmp_path):
     earlier = tmp_path / "runs.npz"
     np.savez(earlier, cards=np.arange(3))
     before = earlier.read_bytes()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "beggar_env.cli",
-            "simulate",
-            "--games",
-            "20000000",
-            "--seed",
-            "2",
-            "--out",
-            str(earlier),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    returncode, stderr, _ = _interrupt(process, signal.SIGTERM, 4)
+    process = beggar_process("simulate", "--games", "20000000", "--seed", "2", "--out", str(earlier))
+    returncode, stderr, _ = interrupt(process, signal.SIGTERM, 4)
     assert returncode == 143 and "beggar: terminated" in stderr
     assert earlier.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["runs.npz"]
