@@ -19,11 +19,21 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 
+from . import checks
+
 BACKENDS = ("local", "ray")  # where the seeded jobs that take a backend= argument run
 INSTALL_HINT = "pip install 'beggar-env[distributed]'"
 TASKS_PER_WORKER = 2  # tasks in flight per worker: one running, one waiting
 WAIT_SECONDS = 0.25  # ray.wait in slices, so that Ctrl-C and SIGTERM are seen at once
 FREE_CPUS_SECONDS = 30.0  # how long to wait for a CPU of the cluster to be free
+
+
+def check_backend(backend, threads):
+    """``backend``, one of :data:`BACKENDS`; ``threads`` (a local setting) is refused with Ray."""
+    backend = checks.choice("backend", backend, BACKENDS)
+    if backend == "ray" and threads is not None:
+        raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
+    return backend
 
 
 def require_ray():

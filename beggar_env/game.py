@@ -14,7 +14,7 @@ import numpy as np
 from . import checks, core
 from .core import Outcome, Phase
 from .deals import Deal, check_packed, pack_deals, parse_deal
-from .distributed import BACKENDS
+from .distributed import check_backend, require_ray
 from .jit import parallel
 
 CHUNKS_PER_THREAD = 4  # parallel batches split games into this many chunks per thread
@@ -346,12 +346,7 @@ def simulate_blocks(
 
 def _blocks(batch, block_games, threads, progress, results, backend, address):
     """The blocks of a batch, played here or on Ray."""
-    backend = checks.choice("backend", backend, BACKENDS)
-    if backend == "local":
+    if check_backend(backend, threads) == "local":
         return batch.blocks(block_games, threads, progress, results)
-    if threads is not None:
-        raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
-    from .distributed import require_ray
-
     require_ray()
     return batch.ray_blocks(block_games, address, progress, results)

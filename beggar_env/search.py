@@ -41,7 +41,7 @@ import numba
 from . import checks, files
 from .core import NO_LIMIT
 from .deals import Deal, format_deal, parse_deal
-from .distributed import BACKENDS
+from .distributed import check_backend, require_ray
 from .finds import OBJECTIVES, Find, FindsFile, Run, TopLists, now
 from .game import CHUNKS_PER_THREAD
 from .searchers import STRATEGIES, SearchJob
@@ -99,7 +99,7 @@ def _check_arguments(
     players = checks.n_players(players)
     objective = checks.choice("objective", objective, OBJECTIVES)
     strategy = checks.choice("strategy", strategy, STRATEGIES)
-    backend = checks.choice("backend", backend, BACKENDS)
+    backend = check_backend(backend, threads)
     if deals is not None:
         deals = checks.integer("deals", deals, 1)
     if minutes is not None:
@@ -107,8 +107,6 @@ def _check_arguments(
     top = checks.integer("top", top, 1, 10_000)
     walk_steps = checks.integer("walk_steps", walk_steps, 1)
     temperature = checks.number("temperature", temperature, 0)
-    if backend == "ray" and threads is not None:
-        raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
     if isinstance(starts, (str, Deal)):
         raise TypeError("starts is a sequence of deals; wrap one deal in a list")
     starts = [format_deal(parse_deal(deal), "compact") for deal in starts]
@@ -374,8 +372,6 @@ def search(
         players, objective, strategy, deals, minutes, starts, top, backend, threads, walk_steps, temperature
     )
     if backend == "ray":
-        from .distributed import require_ray
-
         require_ray()
     elif threads is not None:
         threads = checks.integer("threads", threads, 1, numba.config.NUMBA_NUM_THREADS)

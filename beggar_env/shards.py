@@ -28,7 +28,7 @@ import numpy as np
 
 from . import __version__, checks, columns, core, datasets, files, streaming, task
 from .columns import require_pyarrow
-from .distributed import BACKENDS
+from .distributed import check_backend, require_ray
 from .jit import parallel
 
 FORMAT = "beggar-env dataset"
@@ -341,12 +341,8 @@ def generate(
     ``directory`` must be a shared folder that every node sees at the same path.
     """
     require_pyarrow()
-    backend = checks.choice("backend", backend, BACKENDS)
+    backend = check_backend(backend, threads)
     if backend == "ray":
-        if threads is not None:
-            raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
-        from .distributed import require_ray
-
         require_ray()
     job = Job.of(
         n_games,
