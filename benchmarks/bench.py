@@ -980,8 +980,11 @@ def bench_parquet(ctx):
         "peak RSS of `beggar dataset`: " + ", ".join(f"{label} {peak / 2**20:,.0f} MiB" for label, peak in rss.items())
     )
     targets([["streamed / in-memory samples/s", f"{ratio:.2f}x", ">= 0.5x", verdict(ratio, 0.5)]])
-    bench_parquet_writing(work / "check", n_samples, rate["in memory"] / threads)
-    bench_parquet_reading(work / "check", n_samples)
+    import pyarrow.parquet as pq
+
+    samples = pq.read_table(next(Path(work, "check", "samples").glob("*.parquet"))).combine_chunks()
+    bench_parquet_writing(samples, work / "check", rate["in memory"] / threads)
+    bench_parquet_reading(samples, work / "check")
     ctx.figure(
         f"Parquet shards: {fmt_rate(rate['streamed'])} samples/s streamed, {ratio:.2f}x in-memory generate "
         f"({fmt_rate(rate['in memory'])}); peak RSS {rss['streamed (--out DIR)'] / 2**20:,.0f} MiB "
@@ -989,17 +992,23 @@ def bench_parquet(ctx):
     )
 
 
-def bench_parquet_reading(folder, n_samples):
-    """Reading one set of samples written two ways: one column per slot (the package's
-    layout) and the pile as a fixed-size list column; pyarrow, pandas and polars."""
+def _pile_slots(samples):
+    """The names of a samples table's pile slot columns, and their values as (rows, slots)."""
+    pile = [name for name in samples.column_names if name.startswith("pile_") and name != "pile_size"]
+    return pile, np.stack([samples.column(name).to_numpy() for name in pile], axis=1)
+
+
+def bench_parquet_reading(samples, folder):
+    """Reading one set of samples (a table, written in ``folder``) two ways: one column
+    per slot (the package's layout) and the pile as a fixed-size list column; pyarrow,
+    pandas and polars."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    slots = pq.read_table(next(Path(folder, "samples").glob("*.parquet")))
-    pile = [name for name in slots.column_names if name.startswith("pile_") and name != "pile_size"]
-    flat = np.stack([slots.column(name).to_numpy() for name in pile], axis=1).ravel()
-    as_list = pa.FixedSizeListArray.from_arrays(pa.array(flat), len(pile))
-    listed = slots.drop_columns(pile).append_column("pile", as_list)
+    n_samples = samples.num_rows
+    pile, slots = _pile_slots(samples)
+    as_list = pa.FixedSizeListArray.from_arrays(pa.array(slots.ravel()), len(pile))
+    listed = samples.drop_columns(pile).append_column("pile", as_list)
     files = {
         "one column per slot": Path(folder, "slots.parquet"),
         "pile as a fixed-size list": Path(folder, "list.parquet"),
@@ -1007,7 +1016,7 @@ def bench_parquet_reading(folder, n_samples):
     from beggar_env.shards import SAMPLE_OPTIONS
 
     options = {**SAMPLE_OPTIONS, "write_statistics": False}
-    pq.write_table(slots, files["one column per slot"], **options)
+    pq.write_table(samples, files["one column per slot"], **options)
     pq.write_table(listed, files["pile as a fixed-size list"], **options)
     readers = {"pyarrow": lambda path: pq.read_table(path)}
     for module, read in (("pandas", "read_parquet"), ("polars", "read_parquet")):
@@ -1037,7 +1046,7 @@ def bench_parquet_reading(folder, n_samples):
     )
 
 
-def bench_parquet_writing(folder, n_samples, generated_per_core):
+def bench_parquet_writing(samples, folder, generated_per_core):
     """Writing one set of samples with the package's options, with others, and with the
     pile laid out otherwise; and the ceiling each puts on streaming.
 
@@ -1049,10 +1058,9 @@ def bench_parquet_writing(folder, n_samples, generated_per_core):
 
     from beggar_env.shards import SAMPLE_OPTIONS
 
-    samples = pq.read_table(next(Path(folder, "samples").glob("*.parquet"))).combine_chunks()
-    pile = [name for name in samples.column_names if name.startswith("pile_") and name != "pile_size"]
+    n_samples = samples.num_rows
+    pile, slots = _pile_slots(samples)
     pile_sizes = samples.column("pile_size").to_numpy()
-    slots = np.stack([samples.column(name).to_numpy() for name in pile], axis=1)
     cards = slots[np.arange(len(pile)) < pile_sizes[:, None]]
     offsets = np.concatenate([[0], np.cumsum(pile_sizes)]).astype(np.int32)
     as_bytes = pa.BinaryArray.from_buffers(
