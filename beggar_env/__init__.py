@@ -1,11 +1,18 @@
 """beggar-env: Beggar-My-Neighbour as a research environment.
 
-The rules engine lives in :mod:`beggar_env.core`; deals and their notations in
-:mod:`beggar_env.deals`; single games and batches in :mod:`beggar_env.game`; the
-``Beggar-v0`` Gymnasium environment (registered on import) in :mod:`beggar_env.env`,
-its vector env in :mod:`beggar_env.vector`, datasets in :mod:`beggar_env.datasets`, the
-search for the longest deals in :mod:`beggar_env.search`, Ray workers in
-:mod:`beggar_env.distributed`.
+The house, lowest floor first (each module or wing imports only from those below it):
+
+* the engine: :mod:`~beggar_env.core` (the rules, compiled), :mod:`~beggar_env.deals`
+  (deals and their notations), :mod:`~beggar_env.game` (one game or many),
+  :mod:`~beggar_env.task` (the forecasting task: observations, scoring, the env kernels),
+  :mod:`~beggar_env.stats` (summaries), :mod:`~beggar_env.jit` (numba's settings);
+* shared: :mod:`~beggar_env.checks` (every argument check), :mod:`~beggar_env.files`
+  (safe writes), :mod:`~beggar_env.distributed` (Ray workers);
+* the wings: :mod:`~beggar_env.envs` (``Beggar-v0``, registered with Gymnasium, and its
+  vector env), :mod:`~beggar_env.datasets` (in memory and Parquet shards),
+  :mod:`~beggar_env.search` (the longest and never-ending deals),
+  :mod:`~beggar_env.forecasting` (forecasters, the protocol, the published study);
+* :mod:`~beggar_env.cli`: the ``beggar`` command.
 
 Submodules and the names below are imported on first use, so that ``import beggar_env``
 (and the ``beggar`` command) load only what they need; ``Beggar-v0`` is registered with
@@ -33,32 +40,20 @@ _EXPORTS = {
     "trace": "game",
 }
 _SUBMODULES = (
-    "baselines",
     "checks",
     "cli",
-    "columns",
     "core",
     "datasets",
     "deals",
     "distributed",
-    "env",
-    "evaluate",
-    "features",
+    "envs",
     "files",
-    "finds",
-    "forecasters",
+    "forecasting",
     "game",
     "jit",
-    "render",
-    "rollouts",
-    "sb3",
     "search",
-    "searchers",
-    "shards",
     "stats",
-    "streaming",
     "task",
-    "vector",
 )
 __all__ = sorted(_EXPORTS)
 
@@ -81,8 +76,8 @@ def _register(gymnasium):
     if "Beggar-v0" not in gymnasium.registry:
         gymnasium.register(
             id="Beggar-v0",
-            entry_point="beggar_env.env:make",
-            vector_entry_point="beggar_env.vector:BeggarVectorEnv",
+            entry_point="beggar_env.envs.env:make",
+            vector_entry_point="beggar_env.envs.vector:BeggarVectorEnv",
         )
 
 

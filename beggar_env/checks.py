@@ -2,7 +2,8 @@
 
 Each returns the value as the engine takes it, or raises ``TypeError`` (wrong kind of
 value) or ``ValueError`` (right kind, out of range) naming the argument and what it
-accepts. Quoted input is cut to a bounded excerpt.
+accepts. Quoted input is cut to a bounded excerpt. The words that messages and reports
+share (:func:`excerpt`, :func:`plural`, :func:`gib`) are here too.
 """
 
 import numbers
@@ -21,6 +22,11 @@ def excerpt(value, limit=EXCERPT):
     if isinstance(value, str) and len(value) > limit:
         return f"{text[:-1]}...{text[-1]} ({len(value):,} characters)"
     return text if len(text) <= limit + 2 else text[:limit] + "..."
+
+
+def plural(n, noun):
+    """``n`` and the noun, singular or plural: '1 card', '2 cards'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def is_integer(value):

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from . import __version__, checks, core, files
-from .render import plural
+from .checks import plural
 
 COMPILE_NOTICE_AFTER = 1.0  # seconds a first call may take before we say what it is doing
 
@@ -161,7 +161,7 @@ def build_parser():
         action="append",
         default=[],
         metavar="FILE.json",
-        help="a policy's report (evaluate.evaluate_policy on the same test set) to add as a row",
+        help="a policy's report (beggar_env.forecasting.evaluate_policy on the same test set) to add as a row",
     )
     b.add_argument(
         "--seed",
@@ -426,7 +426,7 @@ def _cmd_dataset(args):
 def _dataset_to_parquet(args, options):
     import tempfile
 
-    from . import shards
+    from .datasets import shards
 
     try:
         shards.require_pyarrow()
@@ -466,7 +466,7 @@ def _dataset_to_parquet(args, options):
 
 def _cmd_baselines(args):
     try:
-        from . import baselines
+        from .forecasting import baselines
     except ImportError as error:
         raise UsageError(
             f"beggar baselines needs scikit-learn and matplotlib: pip install 'beggar-env[baselines]' ({error})"
@@ -560,8 +560,7 @@ def _real_number(minimum, strict=False):
 
 
 def _add_search_parser(commands):
-    from .finds import OBJECTIVES
-    from .searchers import STRATEGIES
+    from .search import OBJECTIVES, STRATEGIES
 
     q = commands.add_parser(
         "search",
@@ -649,8 +648,6 @@ def _require_ray(command, args):
 
 
 def _print_search(report):
-    from .render import plural
-
     where = f"{report.players} players, {report.strategy}, seed {report.seed}"
     print(
         f"{where}: {report.deals:,} deals played ({report.session_deals:,} now, {report.seconds:.1f} s, "
@@ -673,7 +670,6 @@ def _print_search(report):
 
 
 def _cmd_search(args):
-    from .finds import Find  # noqa: F401 (loads the search modules before timing)
     from .search import search
 
     options = dict(

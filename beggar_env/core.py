@@ -703,29 +703,37 @@ def batch_done(progress):
     return int(progress["done"].sum())
 
 
-@jit(parallel=True)
-def finish_dealt(cards, hand_sizes, max_cards, max_tricks, detect_cycles, results, work, progress, budget):
-    """Play the explicit deals ``cards[i]`` / ``hand_sizes[i]`` to the end (``budget``
-    cards per chunk and call)."""
-    for c in prange(work.shape[0]):
-        s, f = work[c, 0], progress[c]
-        lo, hi = chunk_bounds(c, work.shape[0], results.shape[0])
-        left = budget
-        while lo + f.done < hi and left > 0:
-            i = lo + f.done
-            if f.phase == Phase.DEAL:
-                init_state(s, cards[i], hand_sizes[i], max_cards, max_tricks)
-                f.phase = Phase.START
-            left = finish(s, detect_cycles, results[i], work[c, 1], work[c, 2], f, left)
-            if f.phase == Phase.DONE:
-                f.done += 1
-                f.phase = Phase.DEAL
+_NO_CARDS = np.zeros((0, 1), np.int8)
+_NO_HAND_SIZES = np.zeros((0, 1), np.int32)
+
+
+def given_deals(cards, hand_sizes):
+    """The deals of a batch given one by one: game ``i`` is ``cards[i]`` (classes, hand
+    after hand) dealt in hands of ``hand_sizes[i]`` (the arrays of ``deals.pack_deals``)."""
+    return (cards, hand_sizes, np.uint64(0), np.int64(0))
+
+
+def shuffled_deals(seed, first=0):
+    """The deals of a batch of random games: game ``i`` is game ``first + i`` of the random
+    stream ``seed``, a shuffled standard deck dealt one card at a time from seat 0."""
+    return (_NO_CARDS, _NO_HAND_SIZES, np.uint64(seed), np.int64(first))
+
+
+@jit
+def deal(s, deals, i, max_cards, max_tricks, deck):
+    """Deal game ``i`` of a batch's ``deals`` (:func:`given_deals` or :func:`shuffled_deals`)
+    into ``s``; ``deck`` is scratch space for 52 card ids."""
+    cards, hand_sizes, seed, first = deals
+    if cards.shape[0] > 0:
+        init_state(s, cards[i], hand_sizes[i], max_cards, max_tricks)
+    else:
+        init_shuffled_state(s, derive_key(seed, first + i), max_cards, max_tricks, deck)
 
 
 @jit(parallel=True)
-def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, work, progress, budget):
-    """Play games ``first .. first + len(results) - 1`` of the random stream ``seed``
-    (``budget`` cards per chunk and call)."""
+def finish_batch(deals, max_cards, max_tricks, detect_cycles, results, work, progress, budget):
+    """Play the games of ``deals`` (one per result record) towards their end, ``budget``
+    cards per chunk and call."""
     for c in prange(work.shape[0]):
         s, f = work[c, 0], progress[c]
         deck = np.empty(DECK_SIZE, np.int64)
@@ -734,12 +742,24 @@ def finish_shuffled(seed, first, max_cards, max_tricks, detect_cycles, results, 
         while lo + f.done < hi and left > 0:
             i = lo + f.done
             if f.phase == Phase.DEAL:
-                init_shuffled_state(s, derive_key(seed, first + i), max_cards, max_tricks, deck)
+                deal(s, deals, i, max_cards, max_tricks, deck)
                 f.phase = Phase.START
             left = finish(s, detect_cycles, results[i], work[c, 1], work[c, 2], f, left)
             if f.phase == Phase.DONE:
                 f.done += 1
                 f.phase = Phase.DEAL
+
+
+def play_batch(deals, max_cards, max_tricks, detect_cycles, results, work, progress=None):
+    """Play every game of ``deals`` to its end into ``results``, in budgeted calls of
+    :func:`finish_batch` (Ctrl-C works between them); ``work`` is :func:`new_work`'s, one row
+    per chunk. ``progress(games_done)`` after each call."""
+    states, chunk_progress = work
+    chunk_progress[:] = 0
+    while batch_done(chunk_progress) < len(results):
+        finish_batch(deals, max_cards, max_tricks, detect_cycles, results, states, chunk_progress, CALL_BUDGET)
+        if progress is not None:
+            progress(batch_done(chunk_progress))
 
 
 @jit(parallel=True)

@@ -160,52 +160,41 @@ class _Batch:
     n_games: int
     n_players: int
     capacity: int
-    play: Callable  # play(lo, hi, results, states, progress): one budgeted compiled call
+    deals: Callable  # deals(lo, hi): the core deals of games lo .. hi - 1 (core.given_deals or shuffled_deals)
+    max_cards: int
+    max_tricks: int
+    detect_cycles: bool
 
     @classmethod
     def of(cls, deals_or_count, n_players, seed, max_cards, max_tricks, detect_cycles):
-        max_cards = checks.limit("max_cards", max_cards)
-        max_tricks = checks.limit("max_tricks", max_tricks)
-        detect_cycles = bool(detect_cycles)
+        limits = (checks.limit("max_cards", max_cards), checks.limit("max_tricks", max_tricks), bool(detect_cycles))
         if checks.is_integer(deals_or_count):
             n_games = checks.count("the number of games", deals_or_count)
             n_players = checks.n_players(2 if n_players is None else n_players)
             key = checks.seed(seed)
-
-            def play_range(lo, hi, results, states, progress):
-                core.finish_shuffled(
-                    key, lo, max_cards, max_tricks, detect_cycles, results, states, progress, core.CALL_BUDGET
-                )
-
-            return cls(n_games, n_players, core.capacity_for(core.DECK_SIZE), play_range)
+            deals = lambda lo, hi: core.shuffled_deals(key, lo)
+            return cls(n_games, n_players, core.capacity_for(core.DECK_SIZE), deals, *limits)
         cards, sizes = _deals_arrays(deals_or_count)
         if n_players is not None and checks.n_players(n_players) != sizes.shape[1]:
             raise ValueError(f"n_players={n_players} but the deals have {sizes.shape[1]} players")
+        capacity = core.capacity_for(int(sizes.sum(axis=1).max(initial=1)))
+        deals = lambda lo, hi: core.given_deals(cards[lo:hi], sizes[lo:hi])
+        return cls(len(sizes), sizes.shape[1], capacity, deals, *limits)
 
-        def play_range(lo, hi, results, states, progress):
-            core.finish_dealt(
-                cards[lo:hi],
-                sizes[lo:hi],
-                max_cards,
-                max_tricks,
-                detect_cycles,
-                results,
-                states,
-                progress,
-                core.CALL_BUDGET,
-            )
+    def new_work(self, n_threads):
+        return core.new_work(n_threads * CHUNKS_PER_THREAD, self.n_players, self.capacity)
 
-        return cls(len(sizes), sizes.shape[1], core.capacity_for(int(sizes.sum(axis=1).max(initial=1))), play_range)
+    def play(self, lo, hi, results, work, progress=None):
+        """Play games ``lo .. hi - 1`` into ``results``; ``progress(games_done)`` between calls."""
+        core.play_batch(
+            self.deals(lo, hi), self.max_cards, self.max_tricks, self.detect_cycles, results, work, progress
+        )
 
     def play_range(self, lo, hi, threads=None):
         """The results of games ``lo .. hi - 1``."""
         results = core.new_results(hi - lo, self.n_players)
         with parallel(threads) as n_threads:
-            n_chunks = n_threads * CHUNKS_PER_THREAD
-            states = core.new_work(n_chunks, self.n_players, self.capacity)[0]
-            chunk_progress = core.new_progress(n_chunks)
-            while core.batch_done(chunk_progress) < hi - lo:
-                self.play(lo, hi, results, states, chunk_progress)
+            self.play(lo, hi, results, self.new_work(n_threads))
         return results
 
     def ray_blocks(self, block_games, address, progress, results=None):
@@ -235,16 +224,12 @@ class _Batch:
         ``results`` given (all games), the blocks are its slices, else one reused buffer."""
         buffer = None if results is not None else core.new_results(min(block_games, self.n_games), self.n_players)
         with parallel(threads) as n_threads:
-            n_chunks = n_threads * CHUNKS_PER_THREAD
-            states = core.new_work(n_chunks, self.n_players, self.capacity)[0]
+            work = self.new_work(n_threads)
             for lo in range(0, self.n_games, block_games):
                 hi = min(lo + block_games, self.n_games)
                 block = results[lo:hi] if results is not None else buffer[: hi - lo]
-                chunk_progress = core.new_progress(n_chunks)
-                while core.batch_done(chunk_progress) < hi - lo:
-                    self.play(lo, hi, block, states, chunk_progress)
-                    if progress is not None:
-                        progress(lo + core.batch_done(chunk_progress), self.n_games)
+                report = None if progress is None else lambda done, lo=lo: progress(lo + done, self.n_games)
+                self.play(lo, hi, block, work, report)
                 yield lo, block
 
 

@@ -184,12 +184,8 @@ class EnvConfig:
         self.forecast = checks.choice("forecast", forecast, FORECASTS)
         self.reward = checks.choice("reward", reward, REWARDS)
         self.max_cards = checks.limit("max_cards", max_cards)
-        if render_mode is not None:
+        if render_mode is not None:  # "rgb_array" draws with Pillow: render() says when it is missing, not the env
             checks.choice("render_mode", render_mode, render_modes)
-            if render_mode == "rgb_array":
-                from .render import require_pillow
-
-                require_pillow()
         self.render_mode = render_mode
         self.layout = Layout(self.n_players, self.observation)
         self.n_outcomes = self.n_players + 1

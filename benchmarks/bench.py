@@ -774,7 +774,8 @@ def bench_bayes(ctx):
     """The Bayes forecaster (K=256) on random 2-player positions: positions/s, and its
     rollouts' cards/s against simulate's cards/s in the same run."""
     import beggar_env
-    from beggar_env import datasets, forecasters
+    from beggar_env import datasets
+    from beggar_env.forecasting import forecasters
 
     games = 100 if ctx.args.quick else 400
     section(f"bayes: BayesMC(k=256) on every card step of {games} random 2-player games, against simulate")
@@ -926,7 +927,8 @@ def bench_parquet(ctx):
     import gc
 
     try:
-        from beggar_env import datasets, shards
+        from beggar_env import datasets
+        from beggar_env.datasets import shards
 
         shards.require_pyarrow()
     except ImportError as e:
@@ -1013,7 +1015,7 @@ def bench_parquet_reading(samples, folder):
         "one column per slot": Path(folder, "slots.parquet"),
         "pile as a fixed-size list": Path(folder, "list.parquet"),
     }
-    from beggar_env.shards import SAMPLE_OPTIONS
+    from beggar_env.datasets.shards import SAMPLE_OPTIONS
 
     options = {**SAMPLE_OPTIONS, "write_statistics": False}
     pq.write_table(samples, files["one column per slot"], **options)
@@ -1056,7 +1058,7 @@ def bench_parquet_writing(samples, folder, generated_per_core):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from beggar_env.shards import SAMPLE_OPTIONS
+    from beggar_env.datasets.shards import SAMPLE_OPTIONS
 
     n_samples = samples.num_rows
     pile, slots = _pile_slots(samples)

@@ -1,4 +1,4 @@
-"""Stable-Baselines3 on the native vector env (beggar_env.sb3.SB3VecEnv) vs on SB3's DummyVecEnv.
+"""Stable-Baselines3 on the native vector env (beggar_env.envs.sb3.SB3VecEnv) vs on SB3's DummyVecEnv.
 
     python benchmarks/bench_sb3.py [--envs 16,64,256] [--rounds 3] [--quick]
 
@@ -38,7 +38,7 @@ def contenders(n):
     import gymnasium as gym
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from beggar_env import sb3
+    from beggar_env.envs import sb3
 
     one = lambda: gym.wrappers.FlattenObservation(gym.make("Beggar-v0", **OPTIONS))
     envs = {"SB3VecEnv (native)": sb3.make(n, **OPTIONS), "DummyVecEnv": DummyVecEnv([one for _ in range(n)])}

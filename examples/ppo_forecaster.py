@@ -1,5 +1,5 @@
 """Train Stable-Baselines3 PPO to forecast the winner in Beggar-v0, and evaluate it with the
-project's protocol (``beggar_env.evaluate``) as a policy acting in the env.
+project's protocol (``beggar_env.forecasting.protocol``) as a policy acting in the env.
 
     pip install -e '.[rl]'
     python examples/ppo_forecaster.py --steps 5000000 --seed 1 --test-games 2000 --out ppo_2p.json
@@ -7,7 +7,7 @@ project's protocol (``beggar_env.evaluate``) as a policy acting in the env.
 
 * The agent reads ``observation="counted"`` (the table and what a perfect card-counter
   knows), flattened as Gymnasium's ``FlattenObservation`` flattens it, from the native
-  vector env through :class:`beggar_env.sb3.SB3VecEnv`; ``VecNormalize`` scales it (cards
+  vector env through :class:`beggar_env.envs.sb3.SB3VecEnv`; ``VecNormalize`` scales it (cards
   played run into the thousands). Training deals come from the env seeds ``seed + i``, never
   the test seed.
 * Each step it names an outcome (a seat, or no winner) and earns 1 when it is the true one
@@ -28,7 +28,9 @@ import time
 
 import numpy as np
 
-from beggar_env import baselines, evaluate, files
+from beggar_env import files
+from beggar_env.forecasting import baselines
+from beggar_env.forecasting import protocol as evaluate
 
 HYPERPARAMETERS = dict(  # n_steps x envs = 8,192 steps a rollout at the default 256 envs
     n_steps=32,
@@ -77,7 +79,7 @@ def parse_args(argv=None):
 def make_envs(args):
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from beggar_env import sb3
+    from beggar_env.envs import sb3
 
     envs = sb3.make(args.envs, n_players=args.players, observation="counted", reward="accuracy")
     return VecNormalize(envs, norm_obs=True, norm_reward=False)
@@ -106,7 +108,7 @@ def forecaster(model, envs):
     probabilities of its actions (normalised as in training, without updating the scales)."""
     import torch
 
-    from beggar_env.sb3 import flatten_obs
+    from beggar_env.envs.sb3 import flatten_obs
 
     envs.training = False
     dict_space = envs.unwrapped.venv.single_observation_space

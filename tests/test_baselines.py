@@ -13,8 +13,8 @@ pytest.importorskip("sklearn", reason="the baselines need scikit-learn: pip inst
 pytest.importorskip("matplotlib", reason="the baselines' pictures need matplotlib: pip install '.[baselines]'")
 
 import beggar_env  # noqa: E402
-from beggar_env import baselines  # noqa: E402
-from beggar_env import evaluate as ev  # noqa: E402
+from beggar_env.forecasting import baselines  # noqa: E402
+from beggar_env.forecasting import protocol as ev  # noqa: E402
 
 TINY = replace(
     baselines.QUICK,
@@ -89,7 +89,7 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     results, _, _ = study
     test = ev.TestSet.generate(2, TINY.test_games)
     policy = ev.evaluate_policy(
-        beggar_env.forecasters.MostCards(2).act, test, name="a policy", observation="public", bootstrap=20
+        beggar_env.forecasting.forecasters.MostCards(2).act, test, name="a policy", observation="public", bootstrap=20
     )
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy))

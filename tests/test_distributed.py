@@ -168,7 +168,7 @@ def test_beggar_dataset_on_ray_refuses_what_it_cannot_do(tmp_path, extra, messag
 
 def test_a_dataset_written_on_ray_is_the_local_one_byte_for_byte(ray_cluster, tmp_path):
     pytest.importorskip("pyarrow")
-    from beggar_env import shards
+    from beggar_env.datasets import shards
 
     options = dict(
         n_players=3, samples="trick", seed=12, split="train=0.8,test=0.2", game_weights=True, shard_games=700
@@ -184,7 +184,7 @@ def test_a_dataset_written_on_ray_is_the_local_one_byte_for_byte(ray_cluster, tm
 
 def test_a_dataset_on_ray_refuses_threads_before_writing(tmp_path):
     pytest.importorskip("pyarrow")
-    from beggar_env import shards
+    from beggar_env.datasets import shards
 
     with pytest.raises(ValueError, match="threads is for the local backend"):
         shards.generate(tmp_path / "d", 10, backend="ray", threads=2)
@@ -215,7 +215,7 @@ def test_every_ray_job_joins_the_cluster_it_is_given(run, tmp_path, monkeypatch)
             list(beggar_env.simulate_blocks(10, seed=1, backend="ray", address="head:6379"))
         elif run == "dataset":
             pytest.importorskip("pyarrow")
-            from beggar_env import shards
+            from beggar_env.datasets import shards
 
             shards.generate(tmp_path / "d", 10, seed=1, backend="ray", address="head:6379")
         else:

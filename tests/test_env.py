@@ -299,23 +299,26 @@ def test_deals_given_as_deal_objects_and_rank_notation_play_exactly():
 
 def test_help_on_the_env_works_after_importing_the_package_alone():
     code = (
-        "import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.env.BeggarEnv, renderer=pydoc.plaintext); "
+        "import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.envs.BeggarEnv, renderer=pydoc.plaintext); "
         "print('## Observation space' in text and '## Version history' in text)"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr
 
 
-def test_rgb_array_without_pillow_says_how_to_install_it():
+def test_rgb_array_env_plays_without_pillow_and_only_its_picture_asks_for_it():
+    """SB3's make_vec asks for render_mode='rgb_array' whatever the training needs: the env
+    must be made and played without Pillow; render() alone says how to install it."""
     code = (
         "import sys; sys.modules['PIL'] = None; import gymnasium as gym, beggar_env\n"
-        "try:\n    gym.make('Beggar-v0', render_mode='rgb_array')\n"
+        "env = gym.make('Beggar-v0', render_mode='rgb_array'); env.reset(seed=1)\n"
+        "print(env.step(0)[4]['cards'])\n"
+        "try:\n    env.render()\n"
         "except ImportError as e:\n    print(e)\n"
-        "print(gym.make('Beggar-v0', render_mode='ansi').reset(seed=1)[0]['cards'])"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "pip install 'beggar-env[render]'" in run.stdout and run.stdout.splitlines()[-1] == "0"
+    assert run.stdout.splitlines()[0] == "1" and "pip install 'beggar-env[render]'" in run.stdout
 
 
 def test_importing_the_package_does_not_import_gymnasium_and_registers_when_it_is():

@@ -11,8 +11,8 @@ import pytest
 
 import beggar_env
 from beggar_env import datasets
-from beggar_env import evaluate as ev
-from beggar_env import forecasters as fc
+from beggar_env.forecasting import forecasters as fc
+from beggar_env.forecasting import protocol as ev
 
 sklearn = pytest.importorskip("sklearn", reason="the learned baselines need scikit-learn: pip install '.[baselines]'")
 
@@ -87,7 +87,7 @@ def test_a_determined_position_is_played_once_and_forecast_with_certainty():
     assert (probs.argmax(axis=1) == data.label[fixed][:500]).all()
     assert (probs.max(axis=1) > 0.99).all()
     before = bayes.cards_played
-    counts, rollouts, played = beggar_env.rollouts.play_out(obs, "known", 256, 0, 2**63 - 1)
+    counts, rollouts, played = beggar_env.forecasting.rollouts.play_out(obs, "known", 256, 0, 2**63 - 1)
     assert (rollouts == 1).all() and played > 0 and before > 0
 
 

@@ -19,7 +19,8 @@ import pytest
 from conftest import beggar_process, interrupt, read_only_runner
 
 import beggar_env
-from beggar_env import cli, core, datasets, shards, streaming, task
+from beggar_env import cli, core, datasets, task
+from beggar_env.datasets import reading, shards, streaming
 
 LABELS = {
     "game": np.int64,
@@ -105,7 +106,7 @@ def test_a_new_observation_level_needs_no_code(tmp_path):
     range) gets its columns and types, and its rows go through the buffers and back."""
     from types import SimpleNamespace
 
-    from beggar_env import columns
+    from beggar_env.datasets import columns
 
     fields = [
         ("known", (2, 52), -1, 4),
@@ -176,7 +177,7 @@ def test_the_deals_table_holds_each_game_its_deal_outcome_and_length(tmp_path):
 
 
 def test_a_games_split_is_whole_and_does_not_depend_on_the_number_of_games(tmp_path, monkeypatch):
-    monkeypatch.setattr(shards, "LOAD_ROWS", 777)  # loading converts many batches of a shard
+    monkeypatch.setattr(reading, "LOAD_ROWS", 777)  # loading converts many batches of a shard
     job = shards.Job.of(5000, seed=2, split="train=0.9,valid=0.05,test=0.05")
     splits = job.game_splits(0, 5000)
     fewer = shards.Job.of(300, seed=2, split="train=0.9,valid=0.05,test=0.05")
@@ -192,7 +193,7 @@ def test_a_games_split_is_whole_and_does_not_depend_on_the_number_of_games(tmp_p
         tmp_path / "d", 400, seed=2, samples="trick", split="train=0.9,valid=0.05,test=0.05", shard_games=128
     )
     expected = datasets.generate(400, seed=2, samples="trick")
-    meta = shards.read_info(tmp_path / "d")
+    meta = datasets.read_info(tmp_path / "d")
     assert sum(meta["split_samples"].values()) == meta["n_samples"] == len(expected)
     for index, name in enumerate(job.split_names):
         part = datasets.load(tmp_path / "d", split=name)
@@ -232,12 +233,13 @@ def test_batches_scan_chosen_columns_and_splits_in_bounded_pieces(tmp_path):
     np.testing.assert_array_equal(table.column("label").to_numpy(), train.label)
     np.testing.assert_array_equal(table.column("pile_0").to_numpy(), train.fields["pile"][:, 0])
     assert (
-        sum(piece.num_rows for piece in shards.batches(tmp_path / "d")) == shards.read_info(tmp_path / "d")["n_samples"]
+        sum(piece.num_rows for piece in datasets.batches(tmp_path / "d"))
+        == datasets.read_info(tmp_path / "d")["n_samples"]
     )
     with pytest.raises(ValueError, match="no column 'piles'"):
-        shards.batches(tmp_path / "d", columns=["piles"])
+        datasets.batches(tmp_path / "d", columns=["piles"])
     with pytest.raises(ValueError, match="no split 'valid'"):
-        shards.batches(tmp_path / "d", split="valid")
+        datasets.batches(tmp_path / "d", split="valid")
 
 
 def test_metadata_records_what_made_the_dataset(tmp_path):
@@ -286,7 +288,7 @@ def test_out_must_be_a_new_or_empty_folder_checked_before_any_work(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["file", "full"] and os.listdir(tmp_path / "full") == ["keep.txt"]
     (tmp_path / "empty").mkdir()
     shards.generate(tmp_path / "empty", 5, seed=1)
-    assert shards.read_info(tmp_path / "empty")["n_samples"] > 0
+    assert datasets.read_info(tmp_path / "empty")["n_samples"] > 0
 
 
 @pytest.mark.parametrize(
@@ -318,7 +320,7 @@ def test_bad_arguments_are_refused_before_the_folder_is_made(tmp_path):
 def test_incomplete_folders_are_refused_in_one_clear_line(tmp_path):
     shards.create(tmp_path / "d")  # as a crash would leave it
     assert (tmp_path / "d" / "INCOMPLETE").exists()
-    for read in (datasets.load, shards.read_info, datasets.batches):
+    for read in (datasets.load, datasets.read_info, datasets.batches):
         with pytest.raises(ValueError, match="is an incomplete dataset .marked INCOMPLETE.: its generation was"):
             read(tmp_path / "d")
     shards.generate(tmp_path / "e", 5, seed=1)
@@ -329,7 +331,7 @@ def test_incomplete_folders_are_refused_in_one_clear_line(tmp_path):
     with pytest.raises(ValueError, match="not a dataset folder: it has no dataset.json"):
         datasets.load(tmp_path / "f")
     with pytest.raises(FileNotFoundError):
-        shards.load(tmp_path / "nothing")
+        datasets.load(tmp_path / "nothing")
 
 
 def test_loading_more_than_memory_holds_is_refused_pointing_to_batches(tmp_path, monkeypatch):
@@ -429,7 +431,7 @@ def test_the_command_streams_what_the_api_generates(tmp_path):
     assert f"{len(expected)} samples of 300 games" in run.stdout and "3 shards" in run.stdout
     assert "splits: train " in run.stdout and "samples/s" in run.stdout
     assert_same_dataset(datasets.load(out), expected)
-    meta = shards.read_info(out)
+    meta = datasets.read_info(out)
     assert meta["job"]["game_weights"] and meta["job"]["splits"] == [["train", 0.8], ["test", 0.2]]
 
 

@@ -1,4 +1,4 @@
-"""The text and picture renderings of a table (beggar_env.render), by hand and via the env."""
+"""The text and picture renderings of a table (beggar_env.envs.render), by hand and via the env."""
 
 import re
 import sys
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import beggar_env  # noqa: F401  (registers Beggar-v0)
-from beggar_env import render
+from beggar_env.envs import render
 
 HEIGHT, WIDTH = 480, 640
 

@@ -1,4 +1,4 @@
-"""beggar_env.sb3.SB3VecEnv: Stable-Baselines3 on the native vector env, checked step by step
+"""beggar_env.envs.sb3.SB3VecEnv: Stable-Baselines3 on the native vector env, checked step by step
 against SB3's own DummyVecEnv over single Beggar-v0 envs seeded alike; and the PPO example.
 
 Stable-Baselines3 and torch are an optional extra (``[rl]``) that CI does not install: the
@@ -31,7 +31,7 @@ def sb3():
     import torch
 
     torch.set_num_threads(1)
-    from beggar_env import sb3
+    from beggar_env.envs import sb3
 
     return sb3
 
@@ -220,7 +220,7 @@ def run_python(code):
 def test_core_never_imports_torch_or_sb3():
     code = (
         "import sys, numpy as np, gymnasium as gym, beggar_env\n"
-        "from beggar_env import env, vector, datasets, forecasters, evaluate\n"
+        "from beggar_env import envs, datasets, forecasting\n"
         "envs = gym.make_vec('Beggar-v0', num_envs=2, observation='counted'); envs.reset(seed=0)\n"
         "envs.step(np.zeros(2, np.int64))\n"
         "print(sorted({'torch', 'stable_baselines3'} & set(sys.modules)))\n"
@@ -231,11 +231,12 @@ def test_core_never_imports_torch_or_sb3():
 
 
 def test_adapter_without_sb3_says_what_to_install():
-    code = "import sys\nsys.modules['stable_baselines3'] = None\nimport beggar_env.sb3\n"
+    code = "import sys\nsys.modules['stable_baselines3'] = None\nimport beggar_env.envs.sb3\n"
     result = run_python(code)
     assert result.returncode != 0
     assert (
-        "ImportError: beggar_env.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'" in result.stderr
+        "ImportError: beggar_env.envs.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'"
+        in result.stderr
     )
 
 
@@ -252,7 +253,7 @@ def load_example():
 def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
     """The quick mode, run as a user runs it, trains, evaluates on the protocol's test set
     and writes the report; seeded, so running it again (here in-process) gives the same."""
-    from beggar_env import evaluate
+    from beggar_env.forecasting import protocol as evaluate
 
     result = subprocess.run(
         [sys.executable, str(REPO / "examples" / "ppo_forecaster.py"), "--quick", "--out", str(tmp_path / "a")],

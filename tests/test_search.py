@@ -16,8 +16,7 @@ from conftest import hands_of
 from reference import play_reference
 
 import beggar_env
-from beggar_env import finds
-from beggar_env.search import search
+from beggar_env.search import finds, search
 
 RECORDS = ("Paulhus 1999", "Kleber 1999", "Rucklidge 2014", "Nessler 2022")
 CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"

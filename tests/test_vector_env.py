@@ -20,7 +20,7 @@ import beggar_env
 from beggar_env import core
 from beggar_env.checks import seed as as_seed
 from beggar_env.deals import parse_deal
-from beggar_env.vector import BeggarVectorEnv
+from beggar_env.envs import BeggarVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 N_ENVS = 8

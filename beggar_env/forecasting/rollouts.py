@@ -16,9 +16,9 @@ uniform over the arrangements of the unseen cards in the unknown places (see
 import numpy as np
 from numba import prange
 
-from . import core
-from .core import Outcome
-from .jit import jit, parallel
+from .. import core
+from ..core import Outcome
+from ..jit import jit, parallel
 
 UNKNOWN, EMPTY = -2, -1
 POSITIONS_PER_CALL = 64  # positions per chunk and compiled call: Ctrl-C and progress between calls

@@ -3,9 +3,9 @@
 import gymnasium as gym
 import numpy as np
 
-from . import checks, task
-from .core import Outcome
-from .jit import argument_types, bind
+from .. import checks, task
+from ..core import Outcome
+from ..jit import argument_types, bind
 
 _ONE = np.ones(1, np.bool_)
 _PLAIN_INTS = (int, np.int64)

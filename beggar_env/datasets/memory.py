@@ -1,30 +1,18 @@
-"""Labelled datasets for outcome predictors: observations of random games, each with the
-eventual outcome of its game, generated at compiled speed on all cores.
+"""Datasets in memory: :class:`Dataset` (samples of random games with their outcomes),
+:func:`generate` (at compiled speed on all cores) and ``.npz`` files.
 
-A sample is what a forecaster sees at one decision point of ``Beggar-v0``: the table
-before a card (``samples="card"``) or a trick (``"trick"``) is played, or ``k`` points
-drawn at random (with replacement) among a game's card-level decision points
-(``samples=k``). Game ``i`` is game ``i`` of ``simulate(n_games, seed=seed)``.
+Game ``i`` of a dataset is game ``i`` of ``simulate(n_games, seed=seed)``; where its
+samples are taken is :mod:`beggar_env.datasets.samples`'s.
 """
 
-import os
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 import numpy as np
-from numba import prange
 
-from . import checks, core, files, task
-from .game import CHUNKS_PER_THREAD
-from .jit import jit, parallel
-
-GAMES_PER_WRITE = 1 << 12  # games whose samples one compiled call writes (progress between calls)
-
-
-class Sampling(IntEnum):
-    CARD = 0  # before every card
-    TRICK = 1  # before every trick
-    RANDOM = 2  # k random card-level points per game
+from .. import checks, core, files, task
+from ..game import CHUNKS_PER_THREAD
+from ..jit import parallel
+from .samples import GAMES_PER_WRITE, parse_samples, play_games, sample_counts, write_samples
 
 
 @dataclass
@@ -85,16 +73,8 @@ class Dataset:
         return files.save_npz(path, **arrays, **meta)
 
 
-def load(path, *, split=None) -> Dataset:
-    """A :class:`Dataset` saved with :meth:`Dataset.save`, or a folder of Parquet shards
-    (``beggar dataset --out DIR``; ``split`` picks splits), read whole into memory: see
-    :func:`beggar_env.shards.load`, and :func:`batches` for data that does not fit."""
-    if os.path.isdir(path):
-        from . import shards
-
-        return shards.load(path, split=split)
-    if split is not None:
-        raise ValueError("split: a .npz dataset has no splits")
+def read_npz(path) -> Dataset:
+    """A :class:`Dataset` saved with :meth:`Dataset.save`."""
     with np.load(path, allow_pickle=False) as data:
         return Dataset(
             **{name: data[name] for name in Dataset.ARRAYS},
@@ -103,24 +83,6 @@ def load(path, *, split=None) -> Dataset:
             samples=str(data["samples"]),
             seed=int(data["seed"]),
         )
-
-
-def batches(path, *, split=None, columns=None, batch_size: int = 1 << 16):
-    """The samples of a folder of Parquet shards as ``pyarrow.RecordBatch`` es, in bounded
-    memory whatever its size (see :func:`beggar_env.shards.batches`)."""
-    from . import shards
-
-    return shards.batches(path, split=split, columns=columns, batch_size=batch_size)
-
-
-def _check_samples(samples):
-    if samples in ("card", "trick"):
-        return Sampling[samples.upper()], 0
-    if checks.is_integer(samples) and samples >= 1:
-        return Sampling.RANDOM, int(samples)
-    raise ValueError(
-        f"samples must be 'card', 'trick' or an int k >= 1 (k random points per game), not {checks.excerpt(samples)}"
-    )
 
 
 def generate(
@@ -144,7 +106,7 @@ def generate(
     """
     n_games = checks.count("n_games", n_games)
     config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
-    mode, k = _check_samples(samples)
+    mode, k = parse_samples(samples)
     seed = int(checks.seed(seed))
     key = np.uint64(seed)
     settings = config.settings()
@@ -156,9 +118,9 @@ def generate(
     with parallel(threads) as n_threads:
         work = core.new_work(n_threads * CHUNKS_PER_THREAD, config.n_players, task.CAPACITY)
         results = core.new_results(n_games, config.n_players)
-        for _ in _play_all(key, results, config.max_cards, work, progress):
-            pass
-        counts = _sample_counts(results, mode, k)
+        report = None if progress is None else lambda done: progress(done, 2 * n_games)
+        play_games(key, 0, results, config.max_cards, work, report)
+        counts = sample_counts(results, mode, k)
         offsets = np.zeros(n_games + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
         n_samples = int(offsets[-1])
@@ -170,7 +132,7 @@ def generate(
         obs = np.empty((n_samples, config.layout.size), np.int32)
         for lo in range(0, n_games, GAMES_PER_WRITE):
             hi = min(lo + GAMES_PER_WRITE, n_games)
-            _write_samples(key, lo, results[lo:hi], offsets[lo : hi + 1], mode, k, settings, obs, work[0])
+            write_samples(key, lo, results[lo:hi], offsets[lo : hi + 1], mode, k, settings, obs, work[0])
             if progress is not None:
                 progress(n_games + hi, 2 * n_games)
     game = np.repeat(np.arange(n_games, dtype=np.int64), counts)
@@ -186,56 +148,3 @@ def generate(
         samples=str(samples),
         seed=seed,
     )
-
-
-def _play_all(key, results, max_cards, work, progress):
-    """Play the games of ``results`` (stream ``key``) in budgeted calls, yielding between them."""
-    states, chunk_progress = work
-    n_games = len(results)
-    while core.batch_done(chunk_progress) < n_games:
-        core.finish_shuffled(key, 0, max_cards, core.NO_LIMIT, True, results, states, chunk_progress, core.CALL_BUDGET)
-        if progress is not None:
-            progress(core.batch_done(chunk_progress), 2 * n_games)
-        yield
-
-
-def _sample_counts(results, mode, k):
-    if mode == Sampling.CARD:
-        return results.cards.astype(np.int64)
-    if mode == Sampling.TRICK:  # a game stopped mid-trick (at the limit) has one more, partial, trick step
-        mid_trick = results.hand_sizes.sum(axis=1) < core.DECK_SIZE
-        return results.tricks.astype(np.int64) + mid_trick
-    return np.where(results.cards > 0, k, 0).astype(np.int64)
-
-
-@jit(parallel=True)
-def _write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
-    """Replay games ``first ..`` of stream ``seed``, writing their samples from ``offsets``."""
-    for c in prange(work.shape[0]):
-        cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
-        s = work[c, 0]
-        deck = np.empty(core.DECK_SIZE, np.int64)
-        lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
-        for i in range(lo, hi):
-            key = core.derive_key(seed, first + i)
-            core.init_shuffled_state(s, key, cfg.max_cards, core.NO_LIMIT, deck)
-            r = results[i]
-            row = offsets[i]
-            if mode == Sampling.RANDOM and r.cards > 0:
-                points = np.empty(k, np.int64)
-                for j in range(k):
-                    points[j] = core.mix64(core.derive_key(key, j)) % np.uint64(r.cards)
-                points.sort()
-                for j in range(k):
-                    while s.cards < points[j]:
-                        core.step_card(s)
-                    task.write_observation(s, obs[row], cfg)
-                    row += 1
-            elif mode != Sampling.RANDOM:
-                while not core.episode_over(s, r):
-                    task.write_observation(s, obs[row], cfg)
-                    row += 1
-                    if mode == Sampling.CARD:
-                        core.step_card(s)
-                    else:
-                        core.step_trick(s)

@@ -1,8 +1,8 @@
 """``beggar baselines``: train the learned baselines, evaluate every forecaster with the one
-protocol (:mod:`beggar_env.evaluate`) for 2, 3 and 4 players, with the game statistics of
+protocol (:mod:`beggar_env.forecasting.protocol`) for 2, 3 and 4 players, with the game statistics of
 each player count, and write the results: JSON, markdown tables and pictures.
 
-Seeds: test deals from ``evaluate.TEST_SEED``, training data from ``TRAIN_SEED + n``,
+Seeds: test deals from ``protocol.TEST_SEED``, training data from ``TRAIN_SEED + n``,
 forecasters and game statistics from ``seed``: a run is reproduced by its command.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, datasets
-from . import evaluate as ev
+from .. import __version__, datasets
+from ..game import simulate_blocks
+from ..stats import Summary
 from . import forecasters as fc
-from .game import simulate_blocks
-from .stats import Summary
+from . import protocol as ev
 
 TRAIN_SEED = 1000  # + n_players: training sets, disjoint from the test seed
 
@@ -109,7 +109,7 @@ def _add_gaps(reports, among):
 
 def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), stage=lambda name, unit: _ignore):
     """The whole study; ``policies`` are extra reports (JSON files written from
-    ``evaluate.evaluate_policy`` on the same test set) added as rows."""
+    ``protocol.evaluate_policy`` on the same test set) added as rows."""
     results = {
         "protocol": asdict(protocol),
         "seeds": {"test": ev.TEST_SEED, "train": {n: TRAIN_SEED + n for n in players}, "forecasters": seed},
@@ -124,7 +124,7 @@ def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), sta
 
 
 def read_policy(path, protocol, players):
-    """A policy's report (a JSON file of ``evaluate.evaluate_policy``), checked to be a
+    """A policy's report (a JSON file of ``protocol.evaluate_policy``), checked to be a
     whole report of this protocol's test set for one of ``players``: ``ValueError`` saying
     what is wrong, before any work is done."""
     try:
@@ -132,7 +132,7 @@ def read_policy(path, protocol, players):
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: not a readable JSON report ({error})") from None
     if not isinstance(report, dict):
-        raise ValueError(f"{path}: not a report of evaluate.evaluate_policy")
+        raise ValueError(f"{path}: not a report of beggar_env.forecasting.evaluate_policy")
     missing = [key for key in ev.REPORT_KEYS if key not in report]
     if missing:
         raise ValueError(
@@ -147,7 +147,7 @@ def read_policy(path, protocol, players):
 
 
 def add_policies(results, paths):
-    """Add policy reports (JSON files of ``evaluate.evaluate_policy`` on the same test set)
+    """Add policy reports (JSON files of ``protocol.evaluate_policy`` on the same test set)
     as rows, before the oracle."""
     protocol = Protocol(**results["protocol"])
     for path in paths:

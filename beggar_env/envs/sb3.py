@@ -35,7 +35,7 @@ try:
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as exc:  # pragma: no cover (the tests of this module skip without SB3)
     raise ImportError(
-        "beggar_env.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'"
+        "beggar_env.envs.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'"
         " (or pip install -e '.[rl]' in a checkout)"
     ) from exc
 
@@ -73,8 +73,8 @@ class SB3VecEnv(VecEnv):
         if mode != AutoresetMode.SAME_STEP:
             raise ValueError(
                 f"SB3VecEnv needs a vector env with autoreset_mode='SameStep' (SB3 resets an env on the step that "
-                f"ends its episode), this one has {getattr(mode, 'value', mode)!r}: use beggar_env.sb3.make(...) or "
-                "gym.make_vec('Beggar-v0', ..., autoreset_mode='SameStep')"
+                f"ends its episode), this one has {getattr(mode, 'value', mode)!r}: "
+                "use beggar_env.envs.sb3.make(...) or gym.make_vec('Beggar-v0', ..., autoreset_mode='SameStep')"
             )
         self.venv = venv
         self.flatten = bool(flatten)

@@ -21,8 +21,9 @@ Monte Carlo: the ceiling for anything that sees only the table) and :class:`Orac
 
 import numpy as np
 
-from . import checks, core, features
-from .game import simulate_blocks
+from .. import checks, core
+from ..game import simulate_blocks
+from . import features
 
 
 class Forecaster:
@@ -162,7 +163,7 @@ class CalibratedMostCards(Forecaster):
 
 
 class Learned(Forecaster):
-    """A scikit-learn classifier on the features of :mod:`beggar_env.features` for an
+    """A scikit-learn classifier on the features of :mod:`beggar_env.forecasting.features` for an
     ``observation`` level ("public" or "counted").
 
     ``model`` is any classifier with ``fit`` and ``predict_proba`` (a pipeline too); the

@@ -14,8 +14,8 @@ import itertools
 import numpy as np
 from numba import prange
 
-from . import core
-from .jit import jit
+from .. import core
+from ..jit import jit
 
 INTEGER_TYPES = (np.int8, np.int16, np.int32)  # the types of observation columns, narrowest first
 NARROW = INTEGER_TYPES[:2]  # copied out of the int32 rows the replay writes

@@ -8,7 +8,7 @@ position. The progress through the game is never a feature: a forecaster cannot 
 
 import numpy as np
 
-from .core import DECK_SIZE, N_CLASSES
+from ..core import DECK_SIZE, N_CLASSES
 
 UNKNOWN, EMPTY = -2, -1
 

@@ -6,10 +6,10 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import checks, core, task
+from .. import checks, core, task
+from ..jit import PARALLEL
+from ..task import Autoreset
 from .env import RENDER_MODES
-from .jit import PARALLEL
-from .task import Autoreset
 
 AUTORESET_MODES = {
     AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
@@ -22,7 +22,7 @@ class BeggarVectorEnv(VectorEnv):
     """``num_envs`` Beggar-My-Neighbour games stepped together by the compiled engine.
 
     Made by ``gym.make_vec("Beggar-v0", num_envs=N, **options)``; it takes the options of
-    :class:`beggar_env.env.BeggarEnv` (see its manual) and behaves exactly like ``N`` of
+    :class:`beggar_env.envs.BeggarEnv` (see its manual) and behaves exactly like ``N`` of
     those envs, with these differences of form:
 
     * observations, rewards and flags are batched (a leading axis of size ``num_envs``);

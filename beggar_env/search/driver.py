@@ -1,6 +1,6 @@
-"""Hunting the longest and never-ending deals: :func:`search`, and ``beggar search``.
+"""Running a search for the longest and never-ending deals: :func:`search`, and ``beggar search``.
 
-A search plays a seeded stream of deals (see :mod:`beggar_env.searchers`) and keeps, per
+A search plays a seeded stream of deals (see :mod:`beggar_env.search.searchers`) and keeps, per
 number of players, the top K deals of each objective:
 
 * ``cards``: the longest games that end, by cards played;
@@ -24,7 +24,7 @@ Strategies:
   ``docs/search.md`` shows why it does little better than ``random`` on this game: one
   swap leaves nothing of a long game.
 
-Results go to a JSON-lines file (:mod:`beggar_env.finds`): rewritten whole as finds
+Results go to a JSON-lines file (:mod:`beggar_env.search.finds`): rewritten whole as finds
 arrive, every deal replayed by :func:`beggar_env.play` first, with the run's settings and
 how far it got, so that ``resume=True`` continues it and an interrupted run loses nothing
 (an unfinished range of games is played again). A seeded search with a deal budget finds
@@ -38,12 +38,12 @@ from dataclasses import dataclass, replace
 
 import numba
 
-from . import checks, files
-from .core import NO_LIMIT
-from .deals import Deal, format_deal, parse_deal
-from .distributed import check_backend, require_ray
-from .finds import OBJECTIVES, Find, FindsFile, Run, TopLists, now
-from .game import CHUNKS_PER_THREAD
+from .. import checks, files
+from ..core import NO_LIMIT
+from ..deals import Deal, format_deal, parse_deal
+from ..distributed import check_backend, require_ray
+from ..game import CHUNKS_PER_THREAD
+from .finds import OBJECTIVES, FindsFile, Run, TopLists, now
 from .searchers import STRATEGIES, SearchJob
 
 SAVE_EVERY = 2.0  # seconds between rewrites of the file while finds arrive
@@ -300,7 +300,7 @@ class _Driver:
             self.merge(self.plan.job.run(lo, hi, thresholds, threads=self.threads, progress=self.on_partial))
 
     def run_ray(self):
-        from .distributed import Workers
+        from ..distributed import Workers
 
         with Workers(self.plan.job, address=self.address) as workers:
             self.startup = workers.startup_seconds
@@ -377,6 +377,3 @@ def search(
         threads = checks.integer("threads", threads, 1, numba.config.NUMBA_NUM_THREADS)
     plan = _plan(players, objective, strategy, deals, minutes, seed, starts, top, out, resume, walk_steps, temperature)
     return _Driver(plan, backend, threads, address, progress).drive()
-
-
-__all__ = ["search", "SearchReport", "SearchStatus", "Find", "OBJECTIVES", "STRATEGIES"]

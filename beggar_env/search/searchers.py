@@ -30,12 +30,12 @@ from enum import IntEnum
 import numpy as np
 from numba import prange
 
-from . import core
-from .core import NO_LIMIT, Outcome, Phase, derive_key, mix64
-from .deals import Deal, parse_deal
+from .. import core
+from ..core import NO_LIMIT, Outcome, Phase, derive_key, mix64
+from ..deals import Deal, parse_deal
+from ..game import CHUNKS_PER_THREAD
+from ..jit import jit, parallel, serial_and_parallel
 from .finds import OBJECTIVES, Find, TopLists
-from .game import CHUNKS_PER_THREAD
-from .jit import jit, parallel, serial_and_parallel
 
 
 class Strategy(IntEnum):
@@ -336,7 +336,7 @@ class SearchJob:
 
     def run(self, lo, hi, thresholds, threads=1, progress=None) -> RangeFinds:
         """Play units ``lo .. hi - 1``; return the top K per objective of their games that
-        reach ``thresholds`` (int64 per objective), as :class:`~beggar_env.finds.Find`
+        reach ``thresholds`` (int64 per objective), as :class:`~beggar_env.search.finds.Find`
         (``found_at`` unset). ``threads`` > 1 runs the parallel build on that many threads
         (None: all); ``progress(games)`` is called between compiled calls."""
         start_cards, start_sizes = pack_starts(self.starts, self.n_players)

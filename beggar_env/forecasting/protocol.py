@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import checks, datasets
-from .task import LOG_FLOOR
+from .. import checks, datasets
+from ..task import LOG_FLOOR
 
 TEST_SEED = 0x7E57  # test deals: no training set may use this seed (evaluate checks it)
 PHASES = ((0, 26), (26, 52), (52, 104), (104, 208), (208, None))
@@ -204,7 +204,7 @@ def forecast(forecaster, test: TestSet, progress=None):
 
 
 def evaluate(forecaster, test: TestSet, *, bootstrap=1000, progress=None) -> dict:
-    """Evaluate a forecaster (see :mod:`beggar_env.forecasters`) on a :class:`TestSet`: the
+    """Evaluate a forecaster (see :mod:`beggar_env.forecasting.forecasters`) on a :class:`TestSet`: the
     protocol's :func:`report` of its forecasts."""
     probs, seconds = forecast(forecaster, test, progress)
     return report(getattr(forecaster, "name", type(forecaster).__name__), probs, test, seconds, bootstrap)
@@ -218,7 +218,7 @@ def evaluate_policy(
     deals, one env per game, every step scored as the protocol says."""
     import gymnasium as gym
 
-    from .deals import format_deal, random_deals
+    from ..deals import format_deal, random_deals
 
     checks.choice("forecast", forecast, ("label", "probs"))
     deals = [format_deal(d, "compact") for d in random_deals(test.games, test.n_players, test.seed)]

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, columns, core, datasets, task
-from .game import CHUNKS_PER_THREAD
+from .. import checks, core, task
+from ..game import CHUNKS_PER_THREAD
+from . import columns
+from .samples import GAMES_PER_WRITE, parse_samples, play_games, sample_counts, write_samples
 
-BLOCK_GAMES = datasets.GAMES_PER_WRITE  # games played at once
+BLOCK_GAMES = GAMES_PER_WRITE  # games played at once
 ROW_BUFFER_BYTES = 1 << 27  # int32 rows replayed at once; each piece is one row group per split
 N_BUFFERS = 2  # one being filled while the other is written
 WAIT = 0.1  # seconds between checks for a writer error while waiting for it
@@ -41,7 +43,7 @@ class Block:
 
 
 class SampleStream:
-    """Plays the games of a job (:class:`beggar_env.shards.Job`) and replays them into
+    """Plays the games of a job (:class:`beggar_env.datasets.shards.Job`) and replays them into
     sample buffers, all allocated once: memory stays bounded whatever the number of games.
     Call inside ``jit.parallel`` (``n_threads``)."""
 
@@ -50,7 +52,7 @@ class SampleStream:
         config = job.config
         self.max_cards = config.max_cards
         self.settings = config.settings()
-        self.mode, self.k = datasets._check_samples(job.samples)
+        self.mode, self.k = parse_samples(job.samples)
         self.key = np.uint64(job.seed)
         self.columns = columns.ObservationColumns(config.layout)
         self.work = core.new_work(n_threads * CHUNKS_PER_THREAD, config.n_players, task.CAPACITY)
@@ -67,17 +69,12 @@ class SampleStream:
     def play(self, lo, hi) -> Block:
         """Play games ``lo .. hi - 1`` (budgeted compiled calls: Ctrl-C works between them)."""
         results = self.results[: hi - lo]
-        states, chunk_progress = self.work
-        chunk_progress[:] = 0
-        while core.batch_done(chunk_progress) < hi - lo:
-            core.finish_shuffled(
-                self.key, lo, self.max_cards, core.NO_LIMIT, True, results, states, chunk_progress, core.CALL_BUDGET
-            )
+        play_games(self.key, lo, results, self.max_cards, self.work)
         if max(results.cards.max(initial=0), results.tricks.max(initial=0)) > task.INT32_MAX:
             raise ValueError(
                 f"a game among games {lo}..{hi - 1} is longer than {task.INT32_MAX:,} cards: set max_cards"
             )
-        counts = datasets._sample_counts(results, self.mode, self.k)
+        counts = sample_counts(results, self.mode, self.k)
         keys = core.stream_keys(self.key, hi - lo, lo)
         return Block(lo, results, counts, self.job.game_splits(lo, hi), keys)
 
@@ -96,9 +93,7 @@ class SampleStream:
             counts, results, first = block.counts[start:stop], block.results[start:stop], block.lo + start
             dest, bounds = _group_by_split(counts, block.splits[start:stop], len(self.job.split_names))
             # game i's samples go to rows dest[i] .. of the column-major buffer (the replay reads offsets[i] only)
-            datasets._write_samples(
-                self.key, first, results, dest, self.mode, self.k, self.settings, buffers.rows, self.work[0]
-            )
+            write_samples(self.key, first, results, dest, self.mode, self.k, self.settings, buffers.rows, self.work[0])
             buffers.narrow(n_rows)
             buffers.fill_labels(dest, counts, results, block.keys[start:stop], first, self.job.n_players)
             yield buffers, bounds

@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..checks import plural
+
 SYMBOLS = "-JQKA"  # card classes 0..4: numeral, jack, queen, king, ace
 
 WIDTH, HEIGHT = 640, 480
@@ -49,11 +51,6 @@ def read_table(table):
         [int(c) for c in pile],
         *(int(table[name]) for name in ("turn", "owed", "court", "cards", "tricks")),
     )
-
-
-def plural(n, noun):
-    """``n`` and the noun, singular or plural: '1 card', '2 cards'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _pile_text(pile):

@@ -13,7 +13,8 @@ one process; it is :func:`create`, :func:`write_games` over all games, then :fun
 :func:`write_games` writes the shards of a range of games of a :class:`Job`, the same bytes
 whichever process writes them and in whatever order: a job split by game ranges over many
 workers, then :func:`finish` on what they returned, gives the dataset one process gives.
-The columns are in :mod:`beggar_env.columns` and ``docs/datasets.md``.
+The columns are in :mod:`beggar_env.datasets.columns` and ``docs/datasets.md``; reading a
+dataset back is :mod:`beggar_env.datasets.reading`'s.
 """
 
 import json
@@ -26,10 +27,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import __version__, checks, columns, core, datasets, files, streaming, task
+from .. import __version__, checks, core, files, task
+from ..distributed import check_backend, require_ray
+from ..jit import parallel
+from . import columns, streaming
 from .columns import require_pyarrow
-from .distributed import check_backend, require_ray
-from .jit import parallel
+from .samples import parse_samples
 
 FORMAT = "beggar-env dataset"
 FORMAT_VERSION = 1
@@ -37,7 +40,6 @@ METADATA = "dataset.json"
 MARKER = "INCOMPLETE"
 SAMPLES, DEALS = "samples", "deals"
 SHARD_GAMES = 1 << 16  # games per shard: about 17 M samples (~230 MB) for every card of 2-player games
-LOAD_ROWS = 1 << 20  # rows turned into flat int32 rows at a time, when loading
 SPLIT_STREAM = 2**63  # the item of the seed's stream whose key draws the games' splits (no game is this far)
 # lz4 without dictionaries writes about 3.5 times as fast as zstd with them, for files about
 # three times as large, and batches of 64 k values beat pyarrow's 1 k (benchmarks/bench.py
@@ -111,7 +113,7 @@ class Job:
     ) -> "Job":
         """A checked job; ``seed=None`` draws a fresh one."""
         task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
-        datasets._check_samples(samples)
+        parse_samples(samples)
         return cls(
             n_games=checks.count("n_games", n_games),
             seed=int(checks.seed(seed)),
@@ -376,7 +378,7 @@ def generate(
 
 def _write_on_ray(path, job, address, progress) -> list:
     """:func:`write_games` of every shard, a shard per task on Ray workers."""
-    from .distributed import Workers
+    from ..distributed import Workers
 
     summaries, done = [], 0
     with Workers(_ShardJob(os.path.abspath(path), job), address=address) as workers:
@@ -408,121 +410,3 @@ class _ShardJob:
     def run(self, index):
         lo, hi = self.job.shard_games_of(index)
         return write_games(self.directory, self.job, lo, hi, threads=1)
-
-
-# ------------------------------------------------------------------------ reading
-
-
-def read_info(directory) -> dict:
-    """The metadata of a complete dataset directory; ``ValueError`` for one that is not."""
-    path = os.fspath(directory)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"no dataset folder {path!r}")
-    if os.path.exists(os.path.join(path, MARKER)):
-        raise ValueError(
-            f"{path} is an incomplete dataset (marked {MARKER}): its generation was interrupted or failed; "
-            "generate it again in a new folder"
-        )
-    if not os.path.isfile(os.path.join(path, METADATA)):
-        raise ValueError(f"{path} is not a dataset folder: it has no {METADATA}")
-    with open(os.path.join(path, METADATA)) as f:
-        meta = json.load(f)
-    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: not a {FORMAT} of format version {FORMAT_VERSION}")
-    return meta
-
-
-def _selected_splits(meta, split):
-    names = Job.from_dict(meta["job"]).split_names
-    if split is None:
-        return names
-    wanted = [split] if isinstance(split, str) else list(split)
-    if names == [None]:
-        raise ValueError("split: this dataset has no splits")
-    unknown = [name for name in wanted if name not in names]
-    if unknown:
-        raise ValueError(f"split: no split {unknown[0]!r} (the splits are {', '.join(names)})")
-    return wanted
-
-
-def sample_files(directory, split=None) -> list:
-    """The sample files of a complete dataset (of one split, or a list of them), in shard order."""
-    meta = read_info(directory)
-    names = _selected_splits(meta, split)
-    return [
-        os.path.join(os.fspath(directory), sample_path(name, shard["index"]))
-        for shard in meta["shards"]
-        for name in names
-    ]
-
-
-def batches(directory, *, split=None, columns=None, batch_size: int = 1 << 16):
-    """The samples of a complete dataset as ``pyarrow.RecordBatch`` es of at most
-    ``batch_size`` rows (a pyarrow dataset scan: bounded memory whatever the size), in shard
-    order; ``split`` selects splits, ``columns`` columns (names, see ``docs/datasets.md``)."""
-    pyarrow = require_pyarrow()
-    batch_size = checks.integer("batch_size", batch_size, 1)
-    scan = pyarrow.dataset.dataset(sample_files(directory, split), format="parquet")
-    if columns is not None:
-        unknown = [name for name in columns if name not in scan.schema.names]
-        if unknown:
-            raise ValueError(f"columns: no column {unknown[0]!r} (see docs/datasets.md)")
-    return scan.to_batches(columns=columns, batch_size=batch_size)
-
-
-def load(directory, *, split=None) -> "datasets.Dataset":
-    """A complete dataset (or some of its splits) in memory, as the :class:`Dataset` that
-    ``datasets.generate`` returns (in game order): ``MemoryError`` in one line when it
-    would not fit (then use :func:`batches`)."""
-    meta = read_info(directory)
-    job = Job.from_dict(meta["job"])
-    names = _selected_splits(meta, split)
-    chosen = [job.split_names.index(name) for name in names]
-    shard_rows = [sum(shard["samples"][s] for s in chosen) for shard in meta["shards"]]
-    n_rows = sum(shard_rows)
-    layout = job.config.layout
-    observation = columns.ObservationColumns(layout)
-    one_shard = 2 * max(shard_rows, default=0) * columns.bytes_per_row(observation)  # read, then in game order
-    checks.memory(
-        n_rows * (4 * layout.size + 26) + one_shard, f"{n_rows:,} samples", "read them in batches: datasets.batches()"
-    )
-    out = _empty_arrays(n_rows, layout.size)
-    start = 0
-    for shard in meta["shards"]:
-        for batch in _read_shard(directory, shard["index"], names).to_batches(max_chunksize=LOAD_ROWS):
-            stop = start + batch.num_rows
-            if stop > n_rows:
-                raise ValueError(f"{directory}: shard {shard['index']} has more samples than dataset.json says")
-            read = {name: batch.column(i).to_numpy(zero_copy_only=False) for i, name in enumerate(batch.schema.names)}
-            observation.rows(read, out["observations"][start:stop])
-            for name in datasets.Dataset.ARRAYS[1:]:
-                out[name][start:stop] = read[name]
-            start = stop
-    if start != n_rows:
-        raise ValueError(f"{directory}: the shards have {start:,} samples, dataset.json {n_rows:,}")
-    return datasets.Dataset(
-        **out, n_players=job.n_players, observation=job.observation, samples=str(job.samples), seed=job.seed
-    )
-
-
-def _read_shard(directory, index, splits):
-    """A shard's samples of ``splits``, in game order (a game lies in one split)."""
-    pa = require_pyarrow()
-    paths = [os.path.join(os.fspath(directory), sample_path(split, index)) for split in splits]
-    tables = [pa.parquet.read_table(path) for path in paths]
-    if len(tables) == 1:
-        return tables[0]
-    table = pa.concat_tables(tables)
-    return table.take(np.argsort(table.column("game").to_numpy(), kind="stable"))
-
-
-def _empty_arrays(n_rows, width):
-    """The arrays of a :class:`Dataset` of ``n_rows`` samples, in the types ``generate`` gives."""
-    return {
-        "observations": np.empty((n_rows, width), np.int32),
-        "game": np.empty(n_rows, np.int64),
-        "outcome": np.empty(n_rows, np.int8),
-        "winner": np.empty(n_rows, np.int8),
-        "game_cards": np.empty(n_rows, np.int64),
-        "game_tricks": np.empty(n_rows, np.int64),
-    }

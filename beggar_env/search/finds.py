@@ -22,8 +22,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from . import checks, core
-from .deals import format_deal, parse_deal
+from .. import checks, core
+from ..deals import format_deal, parse_deal
 
 OBJECTIVES = ("cards", "tricks", "cycle")
 FORMAT = {"kind": "header", "format": "beggar-search", "version": 1}
@@ -92,7 +92,7 @@ class Find:
 def replay(find: Find) -> Find:
     """``find``, once :func:`beggar_env.play` gives exactly its game; else ``RuntimeError``
     (a wrong result is never reported)."""
-    from .game import play
+    from ..game import play
 
     result = play(find.deal)
     replayed = {name: getattr(result, name) for name in find.game()}
@@ -264,7 +264,7 @@ class FindsFile:
 
     def save(self):
         """Replay new deals, then write the file whole (no path: only the replays)."""
-        from .files import replacing
+        from ..files import replacing
 
         self.verify()
         if self.path is None:

@@ -1,0 +1,87 @@
+"""Where a game's samples are taken, and the compiled replay that writes them: what the
+in-memory datasets and the Parquet shards share.
+
+A sample is what a forecaster sees at one decision point of ``Beggar-v0``: the table
+before a card (``samples="card"``) or a trick (``"trick"``) is played, or ``k`` points
+drawn at random (with replacement) among a game's card-level decision points
+(``samples=k``). Games are played first (their results give each game's sample count),
+then replayed, writing their samples.
+"""
+
+from enum import IntEnum
+
+import numpy as np
+from numba import prange
+
+from .. import checks, core, task
+from ..jit import jit
+
+GAMES_PER_WRITE = 1 << 12  # games played or replayed at once (progress, Ctrl-C and bounded buffers between)
+
+
+class Sampling(IntEnum):
+    CARD = 0  # before every card
+    TRICK = 1  # before every trick
+    RANDOM = 2  # k random card-level points per game
+
+
+def parse_samples(samples):
+    """``samples`` ("card", "trick" or an int k >= 1) as (:class:`Sampling`, k)."""
+    if samples in ("card", "trick"):
+        return Sampling[samples.upper()], 0
+    if checks.is_integer(samples) and samples >= 1:
+        return Sampling.RANDOM, int(samples)
+    raise ValueError(
+        f"samples must be 'card', 'trick' or an int k >= 1 (k random points per game), not {checks.excerpt(samples)}"
+    )
+
+
+def play_games(seed, first, results, max_cards, work, progress=None):
+    """Play games ``first .. first + len(results) - 1`` of the random stream ``seed`` into
+    ``results``, as the env plays them (cycle detection, the agreed limit ``max_cards``);
+    ``progress(games_done)`` between compiled calls."""
+    core.play_batch(core.shuffled_deals(seed, first), max_cards, core.NO_LIMIT, True, results, work, progress)
+
+
+def sample_counts(results, mode, k):
+    """The samples of each game of ``results`` under sampling ``mode`` (and ``k``)."""
+    if mode == Sampling.CARD:
+        return results.cards.astype(np.int64)
+    if mode == Sampling.TRICK:  # a game stopped mid-trick (at the limit) has one more, partial, trick step
+        mid_trick = results.hand_sizes.sum(axis=1) < core.DECK_SIZE
+        return results.tricks.astype(np.int64) + mid_trick
+    return np.where(results.cards > 0, k, 0).astype(np.int64)
+
+
+@jit(parallel=True)
+def write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
+    """Replay games ``first ..`` of stream ``seed`` (one per record of ``results``), writing
+    game i's samples into rows ``offsets[i] ..`` of ``obs`` (flat observation rows)."""
+    for c in prange(work.shape[0]):
+        cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
+        s = work[c, 0]
+        deck = np.empty(core.DECK_SIZE, np.int64)
+        lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
+        for i in range(lo, hi):
+            key = core.derive_key(seed, first + i)
+            core.init_shuffled_state(s, key, cfg.max_cards, core.NO_LIMIT, deck)
+            r = results[i]
+            row = offsets[i]
+            if mode == Sampling.RANDOM and r.cards > 0:
+                points = np.empty(k, np.int64)
+                for j in range(k):
+                    points[j] = core.mix64(core.derive_key(key, j)) % np.uint64(r.cards)
+                points.sort()
+                for j in range(k):
+                    while s.cards < points[j]:
+                        core.step_card(s)
+                    task.write_observation(s, obs[row], cfg)
+                    row += 1
+            elif mode != Sampling.RANDOM:
+                while not core.episode_over(s, r):
+                    task.write_observation(s, obs[row], cfg)
+                    row += 1
+                    if mode == Sampling.CARD:
+                        core.step_card(s)
+                    else:
+                        core.step_trick(s)

@@ -1,0 +1,16 @@
+"""The Gymnasium environments: ``Beggar-v0`` and its native vector env, thin wrappers
+around the compiled task kernels (:mod:`beggar_env.task`).
+
+* :mod:`~beggar_env.envs.env`: :class:`BeggarEnv`, ``gym.make("Beggar-v0")``; its
+  docstring is the env's manual (``help(beggar_env.envs.BeggarEnv)``);
+* :mod:`~beggar_env.envs.vector`: :class:`BeggarVectorEnv`, ``gym.make_vec("Beggar-v0")``,
+  every env stepped in one compiled call;
+* :mod:`~beggar_env.envs.render`: the ``ansi`` and ``rgb_array`` pictures of a table;
+* :mod:`~beggar_env.envs.sb3`: the vector env as a Stable-Baselines3 ``VecEnv`` (needs
+  ``pip install 'beggar-env[rl]'``; imported only when asked for).
+"""
+
+from .env import BeggarEnv, make
+from .vector import BeggarVectorEnv
+
+__all__ = ["BeggarEnv", "BeggarVectorEnv", "make"]

@@ -1,0 +1,30 @@
+"""Forecasting the winner: forecasters from trivial to Bayes-optimal, one evaluation
+protocol for all of them, and the published study.
+
+* :mod:`~beggar_env.forecasting.forecasters`: the interface (``fit``/``predict_proba``/
+  ``act``) and the baselines;
+* :mod:`~beggar_env.forecasting.features`: the engineered features the learned ones read;
+* :mod:`~beggar_env.forecasting.rollouts`: the compiled play-outs behind the Bayes
+  forecaster and the oracle;
+* :mod:`~beggar_env.forecasting.protocol`: test sets, metrics, slices and intervals:
+  :func:`evaluate` (a forecaster) and :func:`evaluate_policy` (a policy in the vector env);
+* :mod:`~beggar_env.forecasting.baselines`: ``beggar baselines``, the published tables.
+
+``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
+"""
+
+from . import baselines, features, forecasters, protocol, rollouts
+from .forecasters import Forecaster
+from .protocol import TestSet, evaluate, evaluate_policy
+
+__all__ = [
+    "Forecaster",
+    "TestSet",
+    "baselines",
+    "evaluate",
+    "evaluate_policy",
+    "features",
+    "forecasters",
+    "protocol",
+    "rollouts",
+]
