@@ -62,7 +62,7 @@ def collector(env, n_steps):
     from stable_baselines3 import PPO
 
     model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=n_steps * env.num_envs, seed=0, device="cpu")
-    _, callback = model._setup_learn(total_timesteps=10**12, callback=None)
+    _, callback = model._setup_learn(total_timesteps=10**12, callback=None)  # noqa: SLF001 (SB3's own set-up, as learn() calls it)
     callback.on_training_start(locals(), globals())
 
     def run():
