@@ -6,6 +6,7 @@ games) and returns, so Ctrl-C and progress reports work on any run, even a game 
 never ends played without cycle detection.
 """
 
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from . import checks, core
 from .core import Outcome, Phase
 from .deals import Deal, check_packed, pack_deals, parse_deal
 from .distributed import check_backend, require_ray
-from .jit import parallel
+from .jit import check_threads, parallel
 
 CHUNKS_PER_THREAD = 4  # parallel batches split games into this many chunks per thread
 BLOCK_GAMES = 1 << 18  # games per block of `simulate_blocks` (about 20 MB of results)
@@ -308,30 +309,29 @@ def simulate(
 def simulate_blocks(
     deals_or_count: "int | Sequence[str | Deal] | tuple[np.ndarray, np.ndarray]",
     *,
-    n_players: int | None = None,
-    seed=None,
-    threads: int | None = None,
-    max_cards: int | None = None,
-    max_tricks: int | None = None,
-    detect_cycles: bool = True,
-    progress: Progress | None = None,
     block_games: int = BLOCK_GAMES,
-    backend: str = "local",
-    address: str | None = None,
+    **options,
 ) -> Iterator[tuple[int, np.recarray]]:
-    """The games of :func:`simulate`, in order, ``block_games`` at a time, in constant memory.
+    """The games of ``simulate(deals_or_count, **options)``, in order, ``block_games`` at a
+    time, in constant memory: ``options`` are :func:`simulate`'s keywords (``n_players``,
+    ``seed``, ``threads``, ``max_cards``, ``max_tricks``, ``detect_cycles``, ``progress``,
+    ``backend``, ``address``), with its defaults.
 
     Yields ``(first, results)``: the results of games ``first .. first + len(results) - 1``.
-    The results array is reused for the next block: copy what you keep.
+    The results array is reused for the next block: copy what you keep. The arguments are
+    checked at the call, before the first block.
     """
-    batch = _Batch.of(deals_or_count, n_players, seed, max_cards, max_tricks, detect_cycles)
+    given = inspect.signature(simulate).bind(deals_or_count, **options)  # simulate's keywords and its TypeError
+    given.apply_defaults()
+    o = given.arguments
+    batch = _Batch.of(deals_or_count, o["n_players"], o["seed"], o["max_cards"], o["max_tricks"], o["detect_cycles"])
     block_games = checks.integer("block_games", block_games, 1)
-    yield from _blocks(batch, block_games, threads, progress, None, backend, address)
+    return _blocks(batch, block_games, o["threads"], o["progress"], None, o["backend"], o["address"])
 
 
 def _blocks(batch, block_games, threads, progress, results, backend, address):
     """The blocks of a batch, played here or on Ray."""
     if check_backend(backend, threads) == "local":
-        return batch.blocks(block_games, threads, progress, results)
+        return batch.blocks(block_games, check_threads(threads), progress, results)
     require_ray()
     return batch.ray_blocks(block_games, address, progress, results)

@@ -194,14 +194,16 @@ def interpreted(module):
     return SimpleNamespace(**namespace)
 
 
+def check_threads(threads):
+    """``threads`` as the parallel calls take it: None (all cores) or 1 .. the cores numba may use."""
+    return None if threads is None else checks.integer("threads", threads, 1, numba.config.NUMBA_NUM_THREADS)
+
+
 @contextmanager
 def parallel(threads=None):
     """Run the enclosed parallel compiled calls on ``threads`` threads (None: all cores),
     holding :data:`PARALLEL`."""
-    available = numba.config.NUMBA_NUM_THREADS
-    if threads is None:
-        threads = available
-    threads = checks.integer("threads", threads, 1, available)
+    threads = check_threads(threads) or numba.config.NUMBA_NUM_THREADS
     with PARALLEL:
         before = numba.get_num_threads()
         numba.set_num_threads(threads)

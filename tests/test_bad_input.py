@@ -195,6 +195,24 @@ def test_simulate_blocks_summarise_in_constant_memory_what_simulate_returns():
         assert expected[name]["mean"] == pytest.approx(whole[name].mean())
 
 
+@pytest.mark.parametrize(
+    "options, error, name",
+    [
+        (dict(seed=-1), ValueError, "seed"),
+        (dict(threads=0), ValueError, "threads"),
+        (dict(backend="gpu"), ValueError, "backend"),
+        (dict(block_games=0), ValueError, "block_games"),
+        (dict(max_card=5), TypeError, "max_card"),  # simulate's keywords only, as simulate says it
+    ],
+)
+def test_simulate_blocks_checks_its_arguments_at_the_call_as_simulate_does(options, error, name):
+    with pytest.raises(error, match=name):
+        beggar_env.simulate_blocks(10, **options)  # not at the first block
+    if "block_games" not in options:
+        with pytest.raises(error, match=name):
+            beggar_env.simulate(10, **options)
+
+
 # ---------------------------------------------------------------- layouts
 
 

@@ -43,6 +43,7 @@ from ..core import NO_LIMIT
 from ..deals import Deal, format_deal, parse_deal
 from ..distributed import check_backend, require_ray
 from ..game import CHUNKS_PER_THREAD
+from ..jit import check_threads
 from .finds import OBJECTIVES, FindsFile, Run, TopLists, now
 from .searchers import STRATEGIES, SearchJob
 
@@ -373,7 +374,7 @@ def search(
     )
     if backend == "ray":
         require_ray()
-    elif threads is not None:
-        threads = checks.integer("threads", threads, 1, numba.config.NUMBA_NUM_THREADS)
+    else:
+        threads = check_threads(threads)
     plan = _plan(players, objective, strategy, deals, minutes, seed, starts, top, out, resume, walk_steps, temperature)
     return _Driver(plan, backend, threads, address, progress).drive()
