@@ -9,9 +9,12 @@ only where it is safe:
   ``"forksafe"``: TBB when installed, else numba's own ``workqueue`` (as fast here).
   ``workqueue`` must not run two parallel calls at once, so every parallel call of the
   package holds :data:`PARALLEL` (they use every core anyway).
-* **Cache.** Compiled code is cached beside the package, or in numba's user-wide cache.
-  A read-only install with an unwritable home has neither: we fall back to a private
-  folder in the temporary directory, or to no cache, with one warning.
+* **Cache.** Compiled code is cached in the user's cache folder (``~/.cache/beggar-env``,
+  or ``$NUMBA_CACHE_DIR/beggar-env``), one folder per build of the package (its source and
+  versions: see :func:`build_key`), never beside the sources; builds no longer used are
+  pruned. With no writable home we fall back to a private folder in the temporary
+  directory, or to no cache, with one warning. The hook is numba's
+  ``caching.CacheImpl._locator_classes``, checked like the next one.
 * **Record names.** numba names compiled code after a per-process counter of record types
   (numba issue 7654), so code cached by two processes can mix up a 2- and a 3-player
   state. We name record types after their content instead. The hook is numba's
@@ -21,8 +24,11 @@ only where it is safe:
 
 import hashlib
 import os
+import shutil
+import sys
 import tempfile
 import threading
+import time
 import warnings
 from contextlib import contextmanager
 from enum import IntEnum
@@ -49,58 +55,150 @@ def _choose_threading_layer():
 
 # -------------------------------------------------------------------------- cache
 
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+CACHE_KEEP = 4  # builds whose cache is kept (the most recently used), ...
+CACHE_IDLE = 3600.0  # ... and any other used in the last hour (a process may still be loading from it)
+_USED = "last-used"  # touched in a build's folder at every import
 
-def _probe():  # a function in this folder: numba finds a cache for it as for the others
-    return 0
+
+def _check_cache_hook():
+    from numba.core import caching
+
+    hook = getattr(getattr(caching, "CacheImpl", None), "_locator_classes", None)
+    if not isinstance(hook, list) or not all(
+        hasattr(caching, n) for n in ("_CacheLocator", "_SourceFileBackedLocatorMixin")
+    ):
+        raise ImportError(
+            f"beggar_env cannot place numba's cache on numba {numba.__version__}: numba.core.caching.CacheImpl."
+            f"_locator_classes has moved (tested on numba {'.'.join(map(str, TESTED_NUMBA[0]))} to "
+            f"{'.'.join(map(str, TESTED_NUMBA[1]))})"
+        )
+    return caching
 
 
-def _cache_available():
+def build_key():
+    """The name of this build's cache: the package's, numba's and Python's versions, and a
+    digest of every source file's path, size and modification time. numba checks only the
+    file a function is in, so code compiled against another module's old source would
+    otherwise be loaded after that module changed; and the builds left behind are pruned
+    (:data:`CACHE_KEEP`), so the cache does not grow with every edit or upgrade."""
+    from . import __version__
+
+    digest = hashlib.blake2b(PACKAGE_DIR.encode(), digest_size=8)
+    for folder, subfolders, names in os.walk(PACKAGE_DIR):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        for name in sorted(name for name in names if name.endswith(".py")):
+            path = os.path.join(folder, name)
+            info = os.stat(path)
+            digest.update(f"{os.path.relpath(path, PACKAGE_DIR)}:{info.st_size}:{info.st_mtime_ns};".encode())
+    version = sys.version_info
+    return f"{__version__}-numba{numba.__version__}-py{version.major}{version.minor}-{digest.hexdigest()}"
+
+
+def user_cache_root():
+    """Where the builds' caches go: ``$NUMBA_CACHE_DIR/beggar-env`` when the user set one,
+    else the user's cache folder (``~/.cache/beggar-env`` on Linux)."""
+    from numba.misc.appdirs import AppDirs
+
+    if numba.config.CACHE_DIR:
+        return os.path.join(numba.config.CACHE_DIR, "beggar-env")
+    return AppDirs(appname="beggar-env", appauthor=False).user_cache_dir
+
+
+def _caching_in(build_folder):
+    """numba's cache locator for the package's functions: ``build_folder``, by subpackage;
+    never beside the sources (``pip uninstall`` leaves numba's files there, and the
+    folder they leave hides the next install as a namespace package)."""
+    caching = _check_cache_hook()
+
+    mixin, base = caching._SourceFileBackedLocatorMixin, caching._CacheLocator  # noqa: SLF001 (numba's hook)
+
+    class PackageCacheLocator(mixin, base):
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = os.path.join(build_folder, os.path.relpath(os.path.dirname(py_file), PACKAGE_DIR))
+
+        def get_cache_path(self):
+            return self._cache_path
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if os.path.commonpath([PACKAGE_DIR, os.path.abspath(py_file)]) != PACKAGE_DIR:
+                return None  # not ours: numba's own locators
+            return super().from_function(py_func, py_file)
+
+    locators = caching.CacheImpl._locator_classes  # noqa: SLF001 (numba's hook, checked above)
+    locators[:] = [cls for cls in locators if cls.__name__ != "PackageCacheLocator"]
+    locators.insert(0, PackageCacheLocator)
+
+
+def _writable_folder(path, private=False):
+    """``path``, created if need be (``private``: only this user's), if this process can write in it; else None."""
     try:
-        numba.njit(cache=True)(_probe)
-    except RuntimeError as error:
-        if "no locator available" not in str(error):
-            raise
-        return False
-    return True
-
-
-def _private_cache_dir():
-    """A cache folder in the temporary directory that only this user can write, or None."""
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    path = os.path.join(tempfile.gettempdir(), f"beggar-env-numba-cache-{uid}")
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        info = os.stat(path)
-        if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o022):
-            path = tempfile.mkdtemp(prefix="beggar-env-numba-cache-")  # someone else's: use a fresh one
+        os.makedirs(path, mode=0o700 if private else 0o777, exist_ok=True)
+        if private and hasattr(os, "getuid"):
+            info = os.stat(path)
+            if info.st_uid != os.getuid() or info.st_mode & 0o022:
+                path = tempfile.mkdtemp(prefix="beggar-env-numba-cache-")  # someone else's: use a fresh one
         tempfile.TemporaryFile(dir=path).close()
     except OSError:
         return None
     return path
 
 
-def _choose_cache():
-    """Whether compiled code can be cached; falls back to a private temporary folder."""
-    if _cache_available():
-        return True
-    fallback = _private_cache_dir()
-    if fallback is not None:
-        numba.config.CACHE_DIR = fallback
-        if _cache_available():
+def private_cache_root():
+    """A cache folder in the temporary directory that only this user can write, or None."""
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return _writable_folder(os.path.join(tempfile.gettempdir(), f"beggar-env-numba-cache-{uid}"), private=True)
+
+
+def prune_builds(root, current):
+    """Remove the caches of other builds in ``root``: all but the :data:`CACHE_KEEP` most
+    recently used, and only those idle for :data:`CACHE_IDLE` seconds."""
+    used = []
+    for name in os.listdir(root):
+        stamp = os.path.join(root, name, _USED)
+        if name != current and os.path.isfile(stamp):
+            used.append((os.stat(stamp).st_mtime, name))
+    now = time.time()
+    for last, name in sorted(used, reverse=True)[CACHE_KEEP - 1 :]:
+        if now - last > CACHE_IDLE:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _choose_cache(roots=None):
+    """The folder compiled code is cached in (this build's, under the first writable of
+    :func:`user_cache_root` and :func:`private_cache_root`), or None: no cache."""
+    roots = roots if roots is not None else (user_cache_root, private_cache_root)
+    key = build_key()
+    for choose in roots:
+        root = choose()
+        folder = root and _writable_folder(os.path.join(root, key))
+        if folder is None:
+            continue
+        try:
+            with open(os.path.join(folder, _USED), "w"):  # its time is the build's last use
+                pass
+            prune_builds(root, key)
+        except OSError:  # another process pruning at the same time: nothing is lost
+            pass
+        _caching_in(folder)
+        if choose is not roots[0]:
             warnings.warn(
-                f"beggar_env: no writable numba cache beside the package, in NUMBA_CACHE_DIR or in the home "
-                f"folder; caching compiled code in {fallback}",
+                f"beggar_env: no writable folder for numba's cache in {user_cache_root()}; caching compiled code "
+                f"in {folder}",
                 RuntimeWarning,
                 stacklevel=3,
             )
-            return True
+        return folder
     warnings.warn(
         "beggar_env: no writable folder for numba's cache: compiled code is not cached, so every new "
         "process compiles it again (set NUMBA_CACHE_DIR to a writable folder)",
         RuntimeWarning,
         stacklevel=3,
     )
-    return False
+    return None
 
 
 # -------------------------------------------------------------------- record names
@@ -128,7 +226,8 @@ def _name_records_by_content():
 
 _choose_threading_layer()
 _name_records_by_content()
-CACHE = _choose_cache()
+CACHE_FOLDER = _choose_cache()
+CACHE = CACHE_FOLDER is not None
 
 
 def jit(function=None, *, parallel=False):

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -125,12 +126,54 @@ def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
                 path.chmod(0o755)
 
 
-def test_without_any_writable_folder_compiled_code_is_not_cached_with_one_warning(monkeypatch):
-    monkeypatch.setattr(beggar_env.jit, "_cache_available", lambda: False)
-    monkeypatch.setattr(beggar_env.jit, "_private_cache_dir", lambda: None)
+def test_without_any_writable_folder_compiled_code_is_not_cached_with_one_warning():
     with pytest.warns(RuntimeWarning, match="not cached") as caught:
-        assert beggar_env.jit._choose_cache() is False
+        assert beggar_env.jit._choose_cache(roots=(lambda: None, lambda: None)) is None
     assert len(caught) == 1
+
+
+# ------------------------------------------------------------- numba's cache
+
+
+def test_compiled_code_is_cached_in_the_users_cache_by_build_never_beside_the_sources(tmp_path):
+    """pip uninstall removes what it installed; numba's files beside the sources would stay,
+    and the folder they keep hides the next (editable) install as a namespace package."""
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    shutil.copytree(REPO / "beggar_env", site / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
+    code = "import beggar_env as b, beggar_env.jit as j; print(b.simulate(20, seed=1).cards.sum(), j.CACHE_FOLDER)"
+    env = {"PYTHONPATH": str(site), "XDG_CACHE_HOME": str(cache), "NUMBA_CACHE_DIR": ""}
+    run = python(code, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    total, folder = run.stdout.split()
+    assert int(total) == int(beggar_env.simulate(20, seed=1).cards.sum())
+    assert Path(folder).parent == cache / "beggar-env" and list(Path(folder).rglob("core.*.nbi"))
+    assert not [path for path in site.rglob("*") if path.suffix in (".nbi", ".nbc")]
+
+
+def test_any_source_change_gives_another_build(tmp_path, monkeypatch):
+    """numba checks only the file a function is in: code compiled against another module's
+    old source must not be loaded, so every source file is in the build's name."""
+    shutil.copytree(REPO / "beggar_env", tmp_path / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(beggar_env.jit, "PACKAGE_DIR", str(tmp_path / "beggar_env"))
+    before = beggar_env.jit.build_key()
+    assert beggar_env.jit.build_key() == before
+    source = tmp_path / "beggar_env" / "datasets" / "samples.py"
+    source.write_text(source.read_text() + "\n")
+    assert beggar_env.jit.build_key() != before
+
+
+def test_old_builds_are_pruned_once_idle_and_the_recent_ones_kept(tmp_path):
+    now = time.time()
+    ages = {"current": 10**6, "a": 10, "b": 2 * 86400, "c": 3 * 86400, "d": 4 * 86400, "e": 5 * 86400, "f": 60}
+    for name, age in ages.items():
+        stamp = tmp_path / name / "last-used"
+        stamp.parent.mkdir()
+        stamp.touch()
+        os.utime(stamp, (now - age, now - age))
+    (tmp_path / "not-a-build").mkdir()  # no stamp: not ours to remove
+    beggar_env.jit.prune_builds(tmp_path, "current")
+    # kept: the current build, the three most recently used others (a, f, b), and none idle for less than an hour
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a", "b", "current", "f", "not-a-build"]
 
 
 # ------------------------------------------------------------ Ctrl-C, SIGTERM
