@@ -23,6 +23,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import threading
 
 __version__ = "0.1.0"
 
@@ -83,19 +84,31 @@ def _register(gymnasium):
 
 class _RegisterOnImport(importlib.abc.MetaPathFinder):
     """Registers ``Beggar-v0`` as soon as Gymnasium is imported, whenever that is: the
-    engine and the ``beggar`` command never pay for importing Gymnasium."""
+    engine and the ``beggar`` command never pay for importing Gymnasium.
+
+    It stays first in ``sys.meta_path`` until Gymnasium has been loaded: a mere
+    ``importlib.util.find_spec("gymnasium")`` (TorchRL asks so when it is imported) must not
+    use it up."""
+
+    def __init__(self):
+        self._asking = threading.local()  # set while it asks the other finders itself
 
     def find_spec(self, name, path=None, target=None):
-        if name != "gymnasium":
+        if name != "gymnasium" or getattr(self._asking, "now", False):
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self._asking.now = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._asking.now = False
         if spec is not None and spec.loader is not None:
             load = spec.loader.exec_module
 
             def exec_module(module):
                 load(module)
                 _register(module)
+                if self in sys.meta_path:
+                    sys.meta_path.remove(self)
 
             spec.loader.exec_module = exec_module
         return spec

@@ -321,6 +321,18 @@ def test_rgb_array_env_plays_without_pillow_and_only_its_picture_asks_for_it():
     assert run.stdout.splitlines()[0] == "1" and "pip install 'beggar-env[render]'" in run.stdout
 
 
+def test_asking_where_gymnasium_is_before_importing_it_does_not_lose_the_registration():
+    """TorchRL calls importlib.util.find_spec("gymnasium") when it is imported; the env must
+    still be registered when Gymnasium itself is imported afterwards."""
+    code = (
+        "import importlib.util, beggar_env\n"
+        "importlib.util.find_spec('gymnasium'); importlib.util.find_spec('gymnasium')\n"
+        "import gymnasium as gym; print(gym.make('Beggar-v0').unwrapped.config.n_players)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.split() == ["2"], run.stderr
+
+
 def test_importing_the_package_does_not_import_gymnasium_and_registers_when_it_is():
     code = (
         "import sys, beggar_env; beggar_env.play('-/-'); print('gymnasium' in sys.modules); "
