@@ -136,8 +136,11 @@ class Layout:
         """The Gymnasium ``Dict`` space of these observations."""
         from gymnasium import spaces
 
-        return spaces.Dict(
-            {name: spaces.Box(low, high, batch_shape + shape, np.int32) for name, shape, low, high in self.fields}
+        return spaces.Dict(  # plain ints: Gymnasium before 1.3 refuses an IntEnum (Card.ACE) as a bound
+            {
+                name: spaces.Box(int(low), int(high), batch_shape + shape, np.int32)
+                for name, shape, low, high in self.fields
+            }
         )
 
     def split(self, rows):
