@@ -1,5 +1,5 @@
 """The ``beggar`` command: play one deal, simulate many games, generate datasets, search
-for the longest deals.
+for the longest deals, evaluate the forecasters, compile everything at once (``warmup``).
 
 Bad input gives one line on stderr and exit status 2, a failed write (a full disk) one line
 and status 1; Ctrl-C or SIGTERM stop any run within a second (exit status 130 or 143),
@@ -173,6 +173,18 @@ def build_parser():
     b.add_argument("--threads", type=_whole_number(1), metavar="T", help="threads (default: all cores)")
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
     _add_search_parser(commands)
+
+    w = commands.add_parser(
+        "warmup",
+        help="compile every part once, so that no first use waits",
+        allow_abbrev=False,
+        description="Compile (or load from numba's cache) every compiled part of the package: the engine, the "
+        "envs, the datasets, the search and the Bayes forecaster, for each player count. A first use compiles "
+        "only the part it runs; this does them all at once.",
+    )
+    w.add_argument(
+        "--players", type=int, nargs="+", choices=(2, 3, 4), default=[2, 3, 4], metavar="P", help="(default 2 3 4)"
+    )
     return parser
 
 
@@ -465,13 +477,14 @@ def _dataset_to_parquet(args, options):
 
 
 def _cmd_baselines(args):
-    try:
-        from .forecasting import baselines
-    except ImportError as error:
-        raise UsageError(
-            f"beggar baselines needs scikit-learn and matplotlib: pip install 'beggar-env[baselines]' ({error})"
-        ) from None
     from tqdm import tqdm
+
+    from .forecasting import baselines
+
+    try:
+        baselines.require_extras()
+    except ImportError as error:
+        raise UsageError(str(error)) from None
 
     out = os.path.abspath(args.out)
     if os.path.exists(out) and not os.path.isdir(out):
@@ -717,12 +730,21 @@ def _search_path(path, resume):
         raise UsageError(f"beggar search: --out: {error}") from None
 
 
+def _cmd_warmup(args):
+    from . import jit, warmup
+
+    seconds = warmup.warm_up(tuple(args.players), report=lambda line: print(line, flush=True))
+    where = f"cached in {jit.CACHE_FOLDER}" if jit.CACHE_FOLDER else "not cached (no writable folder)"
+    print(f"every part is compiled ({seconds:.0f} s), {where}")
+
+
 COMMANDS = {
     "play": _cmd_play,
     "simulate": _cmd_simulate,
     "dataset": _cmd_dataset,
     "baselines": _cmd_baselines,
     "search": _cmd_search,
+    "warmup": _cmd_warmup,
 }
 
 

@@ -110,6 +110,18 @@ def ray_cluster():
         ray.shutdown()
 
 
+def pytest_sessionstart(session):
+    """Say so when the suite will compile the package: minutes of dots, otherwise unexplained."""
+    from beggar_env import jit, warmup
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and warmup.cache_is_empty():
+        reporter.write_line(
+            f"beggar-env: this build's numba cache ({jit.CACHE_FOLDER}) is empty, so the first tests compile the "
+            "package as they go (2 to 4 minutes on 2 cores; `beggar warmup` compiles it all at once)"
+        )
+
+
 def pytest_generate_tests(metafunc):
     """Parametrize any test that takes a ``vector`` argument with every row of vectors.tsv.
 

@@ -4,6 +4,7 @@ import copy
 import json
 import subprocess
 import sys
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -32,13 +33,22 @@ TINY = replace(
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("baselines")
-    results = baselines.run((2, 3), TINY, seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = baselines.run((2, 3), TINY, seed=1)
     written = baselines.write(results, out, "beggar baselines (tiny, from the tests)")
-    return results, out, written
+    return results, out, written, caught
+
+
+def test_the_capped_training_budgets_warn_of_nothing(study):
+    """The protocol caps the MLP's epochs and the trees on purpose: scikit-learn's warning
+    that the optimiser stopped at its cap is no news to the user of `beggar baselines`."""
+    caught = study[3]
+    assert not [w for w in caught if "converge" in str(w.message) or "Maximum iterations" in str(w.message)]
 
 
 def test_every_forecaster_is_evaluated_for_every_player_count(study):
-    results, _, _ = study
+    results = study[0]
     assert set(results["players"]) == {"2", "3"}
     for n, block in results["players"].items():
         names = [r["forecaster"] for r in block["reports"]]
@@ -54,7 +64,7 @@ def test_every_forecaster_is_evaluated_for_every_player_count(study):
 
 
 def test_game_statistics_match_simulate(study):
-    results, _, _ = study
+    results = study[0]
     stats = results["players"]["3"]["game_statistics"]
     runs = beggar_env.simulate(TINY.stats_games, n_players=3, seed=1)
     assert stats["games"] == TINY.stats_games and stats["cards"]["mean"] == pytest.approx(runs.cards.mean())
@@ -64,7 +74,7 @@ def test_game_statistics_match_simulate(study):
 
 
 def test_outputs_are_written(study):
-    results, out, written = study
+    results, out, written = study[:3]
     saved = json.loads((out / "results.json").read_text())
     assert saved["command"].startswith("beggar baselines") and saved["protocol"]["test_games"] == 30
     assert saved["players"]["2"]["reports"][0]["slices"]["all"]["positions"] == results["players"]["2"]["positions"]
@@ -86,7 +96,7 @@ def test_outputs_are_written(study):
 
 
 def test_policy_reports_are_added_as_rows(study, tmp_path):
-    results, _, _ = study
+    results = study[0]
     test = ev.TestSet.generate(2, TINY.test_games)
     policy = ev.evaluate_policy(
         beggar_env.forecasting.forecasters.MostCards(2).act, test, name="a policy", observation="public", bootstrap=20
@@ -139,3 +149,18 @@ def test_bad_input_gives_one_line(args, word):
         [sys.executable, "-m", "beggar_env.cli", "baselines", *args], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr
+
+
+@pytest.mark.parametrize("missing, named", [("sklearn", "scikit-learn"), ("matplotlib", "matplotlib")])
+def test_a_missing_extra_is_one_line_before_any_work(tmp_path, missing, named):
+    """Without its extra the study used to fail with a traceback: after a second without
+    scikit-learn, after the whole study without matplotlib (while drawing)."""
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None\n"
+        "from beggar_env.cli import main\n"
+        f"sys.exit(main(['baselines', '--quick', '--out', {str(tmp_path / 'out')!r}]))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert named in run.stderr and "pip install 'beggar-env[baselines]'" in run.stderr
+    assert not (tmp_path / "out").exists()

@@ -222,3 +222,15 @@ def test_version_and_usage():
     assert bare.returncode == 2 and bare.stdout == ""
     for word in ("usage: beggar", "play", "simulate", "dataset", "--version"):
         assert word in bare.stderr
+
+
+def test_warmup_runs_every_part_and_says_where_the_cache_is(capsys):
+    from beggar_env import cli, jit, warmup
+
+    assert cli.main(["warmup", "--players", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [name for name, _ in warmup.parts((3,))]
+    assert [line.rsplit(":", 1)[0] for line in lines[:-1]] == names and len(names) >= 5
+    assert all(name.endswith("3 players") for name in names)
+    assert lines[-1].startswith("every part is compiled") and str(jit.CACHE_FOLDER) in lines[-1]
+    assert not warmup.cache_is_empty()

@@ -300,10 +300,11 @@ def test_deals_given_as_deal_objects_and_rank_notation_play_exactly():
 def test_help_on_the_env_works_after_importing_the_package_alone():
     code = (
         "import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.envs.BeggarEnv, renderer=pydoc.plaintext); "
-        "print('## Observation space' in text and '## Version history' in text)"
+        "print('## Observation space' in text and '## Version history' in text, "
+        "all(f'observation=\"{level}\"' in text for level in ('public', 'counted', 'full')))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr
+    assert run.returncode == 0 and run.stdout.split() == ["True", "True"], run.stderr
 
 
 def test_rgb_array_env_plays_without_pillow_and_only_its_picture_asks_for_it():

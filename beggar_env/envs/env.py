@@ -54,9 +54,14 @@ class BeggarEnv(gym.Env):
     | ``cards`` | () | cards played so far |
     | ``tricks`` | () | piles taken so far |
 
-    ``observation="full"`` adds ``hands`` (n_players, 52): every hand's classes from the
-    top, -1 after the last card. It makes the outcome computable (for oracle baselines).
-    ``gymnasium.wrappers.FlattenObservation`` turns either into one vector.
+    ``observation="counted"`` adds what a perfect card-counter knows from the public
+    history (``docs/forecasting.md``): ``known`` (n_players, 52), every hand from the top,
+    -2 for a card dealt to it and not yet seen, the class of a card it took from a pile, -1
+    after its last card; and ``unseen`` (5,), how many cards of each class nobody has seen.
+    ``observation="full"`` adds ``hands`` (n_players, 52) to the public fields: every
+    hand's classes from the top, -1 after the last card. It makes the outcome computable
+    (for oracle baselines). ``gymnasium.wrappers.FlattenObservation`` turns any of them
+    into one vector.
 
     ## Rewards
     Every step scores the forecast against the true outcome at once (a dense reward):
@@ -88,11 +93,14 @@ class BeggarEnv(gym.Env):
     ``outcome`` ("win", "cycle" or "limit"), ``winner`` (a seat, or -1 for none: a cycle
     or a draw; an int always, so that vector envs can batch it), ``hand_sizes``
     and, for a cycle, ``cycle_start_cards``, ``cycle_start_tricks``, ``cycle_cards`` and
-    ``cycle_tricks``.
+    ``cycle_tricks``, as Gymnasium's wrappers add their keys at the end.
+    ``beggar_env.envs.EveryStepInfo`` gives every key at every step, with placeholders
+    until the end, for tools that need them (Minari's ``DataCollector(record_infos=True)``).
 
     ## Arguments
     ``gym.make("Beggar-v0", n_players=2, step_unit="card", observation="public",
     forecast="label", reward="accuracy", max_cards=None, render_mode=None)``;
+    ``observation`` is ``"public"``, ``"counted"`` or ``"full"`` (above);
     ``render_mode`` is ``"ansi"`` (a text table) or ``"rgb_array"`` (a picture of the
     table: hands as card backs with their counts, the pile face up, the honour owed;
     drawn with Pillow: ``pip install 'beggar-env[render]'``). ``max_cards`` is None or

@@ -6,10 +6,12 @@ Seeds: test deals from ``protocol.TEST_SEED``, training data from ``TRAIN_SEED +
 forecasters and game statistics from ``seed``: a run is reproduced by its command.
 """
 
+import importlib
 import json
 import os
 import platform
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,6 +42,23 @@ class Protocol:
 FULL = Protocol(2000, 20_000, 8, 10**6, 10**6, 256, 1000, trees=200, epochs=40)
 QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20)
 TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
+
+
+INSTALL = "pip install 'beggar-env[baselines]' (scikit-learn and matplotlib)"
+
+
+def require_extras():
+    """scikit-learn and matplotlib, which the study trains and draws with; else
+    ``ImportError`` in one line saying how to install them (checked before any work)."""
+    missing = []
+    for module, name in (("sklearn", "scikit-learn"), ("matplotlib", "matplotlib")):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise ImportError(f"beggar baselines needs {' and '.join(missing)}, which {verb} not installed: {INSTALL}")
 
 
 def _ignore(done, total):
@@ -83,7 +102,9 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, un
     )
     for forecaster in chosen:
         began = time.perf_counter()
-        forecaster.fit(train)
+        with warnings.catch_warnings():  # the protocol caps the iterations (trees, epochs) on purpose
+            warnings.filterwarnings("ignore", category=UserWarning, message=".*(converge|Maximum iterations).*")
+            forecaster.fit(train)
         fit_seconds = time.perf_counter() - began
         probs, seconds = ev.forecast(forecaster, test, stage(forecaster.name, "pos"))
         reports.append({**ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap), "fit_s": fit_seconds})
@@ -110,6 +131,7 @@ def _add_gaps(reports, among):
 def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), stage=lambda name, unit: _ignore):
     """The whole study; ``policies`` are extra reports (JSON files written from
     ``protocol.evaluate_policy`` on the same test set) added as rows."""
+    require_extras()
     results = {
         "protocol": asdict(protocol),
         "seeds": {"test": ev.TEST_SEED, "train": {n: TRAIN_SEED + n for n in players}, "forecasters": seed},
