@@ -583,18 +583,41 @@ def _add_search_parser(commands):
         "file (every deal replayed before it is written). Stops at the --deals or --minutes budget, or on Ctrl-C; "
         "--resume continues.",
     )
-    q.add_argument("--strategy", choices=STRATEGIES, default="random", help="random shuffles, or local search")
     q.add_argument(
-        "--objective", choices=OBJECTIVES, default="cards", help="what local walks climb (every list is kept)"
+        "--strategy", choices=STRATEGIES, default="random", help="random shuffles, or local search (default random)"
     )
-    q.add_argument("--deals", type=_whole_number(1), metavar="N", help="the run's deal budget, all sessions together")
-    q.add_argument("--minutes", type=_real_number(0, strict=True), metavar="M", help="this session's time budget")
+    q.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="cards",
+        help="what local walks climb (every list is kept; default cards)",
+    )
+    q.add_argument(
+        "--deals",
+        type=_whole_number(1),
+        metavar="N",
+        help="the run's deal budget, all sessions together (default: none)",
+    )
+    q.add_argument(
+        "--minutes",
+        type=_real_number(0, strict=True),
+        metavar="M",
+        help="this session's time budget (default: none; with neither budget, until Ctrl-C)",
+    )
     q.add_argument("--start", action="append", default=[], metavar="DEAL", help="a start deal for local walks")
-    q.add_argument("--walk-steps", type=_whole_number(1), default=1000, metavar="N", help="games per local walk")
     q.add_argument(
-        "--temperature", type=_real_number(0), default=0.0, metavar="T", help="simulated annealing (0: hill climbing)"
+        "--walk-steps", type=_whole_number(1), default=1000, metavar="N", help="games per local walk (default 1000)"
     )
-    q.add_argument("--top", type=_whole_number(1, 10_000), default=10, metavar="K", help="deals kept per list")
+    q.add_argument(
+        "--temperature",
+        type=_real_number(0),
+        default=0.0,
+        metavar="T",
+        help="simulated annealing (default 0: hill climbing)",
+    )
+    q.add_argument(
+        "--top", type=_whole_number(1, 10_000), default=10, metavar="K", help="deals kept per list (default 10)"
+    )
     q.add_argument("--out", required=True, metavar="FILE.jsonl", help="the file of the top lists")
     q.add_argument("--resume", action="store_true", help="continue the file (and its run with these settings)")
     _add_run_options(q, "searching")

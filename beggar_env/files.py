@@ -10,11 +10,17 @@ import numpy as np
 
 
 def output_path(path, suffix=".npz") -> str:
-    """The file that writing ``path`` will create: ``suffix`` added when the name lacks it
-    (as numpy would add it), checked to be writable. ``ValueError`` naming the problem."""
+    """The file that writing ``path`` will create: ``suffix`` added when the name has none
+    (as numpy would add it; a name with another suffix is refused), checked to be writable.
+    ``ValueError`` naming the problem."""
     text = os.fspath(path)
     if not text or text.endswith(os.sep) or os.path.isdir(text):
         raise ValueError(f"{text!r} is a folder: give a file name, such as {os.path.join(text, 'results' + suffix)!r}")
+    other = Path(text).suffix
+    if other and other != suffix:  # 'x.txt' would silently become 'x.txt.jsonl'
+        raise ValueError(
+            f"{text!r} names a {other} file; this writes {suffix}: give a name ending in {suffix} (or none)"
+        )
     if not text.endswith(suffix):
         text += suffix
     folder = os.path.dirname(os.path.abspath(text))

@@ -102,6 +102,8 @@ def test_simulate_is_reproducible_from_its_printed_seed():
         (["simulate", "--players", "5"], ["--players"]),
         (["simulate", "--threads", "4096"], ["threads"]),
         (["simulate", "--games", "10", "--out", "/no/such/folder/x.npz"], ["--out"]),
+        (["simulate", "--games", "10", "--out", "x.txt"], ["--out", "x.txt", ".npz"]),  # not x.txt.npz, silently
+        (["search", "--deals", "10", "--out", "x.txt"], ["--out", "x.txt", ".jsonl"]),
         (["fly"], ["fly"]),
     ],
 )
@@ -234,3 +236,17 @@ def test_warmup_runs_every_part_and_says_where_the_cache_is(capsys):
     assert all(name.endswith("3 players") for name in names)
     assert lines[-1].startswith("every part is compiled") and str(jit.CACHE_FOLDER) in lines[-1]
     assert not warmup.cache_is_empty()
+
+
+def test_every_option_with_a_default_says_it_in_its_help():
+    import argparse
+
+    from beggar_env import cli
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    quiet = (None, False, [], argparse.SUPPRESS)  # nothing to say: no value, a flag, a repeatable option
+    for name, command in commands.items():
+        for action in command._actions:
+            if action.default not in quiet and action.help is not None and action.option_strings:
+                assert "default" in action.help, f"beggar {name} {action.option_strings[0]}: {action.help}"
