@@ -147,6 +147,9 @@ def build_parser():
     )
     b.add_argument("--quick", action="store_true", help="a small protocol: about two minutes on 2 cores")
     b.add_argument(
+        "--redraw", action="store_true", help="only draw the pictures again, from --out's results.json (no study)"
+    )
+    b.add_argument(
         "--players",
         type=int,
         nargs="+",
@@ -489,6 +492,8 @@ def _cmd_baselines(args):
     out = os.path.abspath(args.out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"beggar baselines: --out: {out} is a file, not a folder")
+    if args.redraw:
+        return _redraw(baselines, out)
     protocol = baselines.QUICK if args.quick else baselines.FULL
     for path in args.policy:
         if not os.path.isfile(path):
@@ -524,6 +529,19 @@ def _cmd_baselines(args):
         f"\nresults in {out}: results.json, tables.md and {len(written)} pictures "
         f"({time.perf_counter() - started:.0f} s)"
     )
+
+
+def _redraw(baselines, out):
+    path = os.path.join(out, "results.json")
+    try:
+        with open(path) as f:
+            results = json.load(f)
+    except (OSError, ValueError) as error:
+        raise UsageError(
+            f"beggar baselines: --redraw: cannot read {path}: {getattr(error, 'strerror', error)}"
+        ) from None
+    written = baselines.draw(results, out)
+    print(f"{len(written)} pictures drawn again in {out} from results.json")
 
 
 def _print_rows(rows):

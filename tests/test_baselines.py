@@ -164,3 +164,26 @@ def test_a_missing_extra_is_one_line_before_any_work(tmp_path, missing, named):
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert named in run.stderr and "pip install 'beggar-env[baselines]'" in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_redraw_draws_the_pictures_again_from_results_json(study):
+    _, out, written = study[:3]
+    for path in written:
+        path.unlink()
+    run = subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", "baselines", "--redraw", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert all(path.is_file() for path in written) and f"{len(written)} pictures drawn again" in run.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", "baselines", "--redraw", "--out", str(out / "none")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1 and "results.json" in missing.stderr
+    )

@@ -323,6 +323,16 @@ def write(results, out, command):
     return draw(results, out)
 
 
+LOG_LOSS_SHOWN = 1.25  # the by-cards log-loss panels stop here (uniform is ln 3 = 1.10); curves above are named
+
+
+def _style(name, color):
+    """How a forecaster's curve is drawn: the oracle dotted on top, so that Bayes (often 1.0 too) shows beneath."""
+    if name == "oracle":
+        return dict(color="black", ls=":", lw=2.0, zorder=5)
+    return dict(color=color, lw=2.2 if name.startswith("Bayes") else 1.3)
+
+
 def draw(results, out):
     """Pictures: accuracy and log loss against cards played, the reliability diagrams,
     and the game lengths. Returns the files written."""
@@ -331,16 +341,23 @@ def draw(results, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    out = Path(out)
     pairs = plt.get_cmap("tab20").colors
     colors = pairs[0::2] + pairs[1::2]  # 20 distinct colours, the strong ones first
     written = []
     for n, block in results["players"].items():
         fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
+        above = []
         for report, color in zip(block["reports"], colors):
-            curve = report["by_cards"]
+            curve, name = report["by_cards"], report["forecaster"]
             x = np.arange(len(curve["accuracy"])) * curve["bin"]
             for ax, metric in zip(axes, ("accuracy", "log_loss")):
-                ax.plot(x, curve[metric], label=report["forecaster"], lw=1.3, color=color)
+                ax.plot(x, curve[metric], label=name, **_style(name, color))
+            if max(curve["log_loss"]) > LOG_LOSS_SHOWN:
+                above.append(f"{name} ({min(curve['log_loss']):.1f}-{max(curve['log_loss']):.1f})")
+        axes[1].set_ylim(0, LOG_LOSS_SHOWN)
+        if above:
+            axes[1].set_title("above the frame: " + ", ".join(above), fontsize=8)
         for ax, metric in zip(axes, ("accuracy", "log loss")):
             ax.set_xlabel("cards played so far")
             ax.set_ylabel(metric)
@@ -351,10 +368,8 @@ def draw(results, out):
         fig, ax = plt.subplots(figsize=(5.5, 5.5))
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
         for report, color in zip(block["reports"], colors):
-            curve = report["reliability"]
-            ax.plot(
-                curve["confidence"], curve["accuracy"], marker="o", ms=3, lw=1, label=report["forecaster"], color=color
-            )
+            curve, name = report["reliability"], report["forecaster"]
+            ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, label=name, **_style(name, color))
         ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
         ax.legend(fontsize=6)
         written.append(_save(fig, out / f"reliability_{n}p.png"))
@@ -362,6 +377,16 @@ def draw(results, out):
     for n, block in results["players"].items():
         counts = np.asarray(block["game_statistics"]["histogram_cards"], float)
         ax.plot(np.arange(len(counts)), counts / counts.sum(), lw=1, label=f"{n} players")
+        if n == "2" and len(counts) > 60:
+            peak = 36 + int(np.argmax(counts[36:61]))
+            ax.annotate(
+                "the loser never takes a pile:\nit plays its 26 dealt cards and is out",
+                xy=(peak, counts[peak] / counts.sum()),
+                xytext=(peak + 120, counts[peak] / counts.sum()),
+                fontsize=8,
+                arrowprops=dict(arrowstyle="->", lw=0.8),
+                va="center",
+            )
     ax.set(xlabel="cards played in the game", ylabel="share of games", xlim=(0, 1500), title="Game lengths")
     ax.legend()
     written.append(_save(fig, out / "game_lengths.png"))
