@@ -101,8 +101,14 @@ def test_minari_records_every_steps_info_and_reads_it_back(tmp_path, monkeypatch
     def most_cards(obs):
         return int(np.argmax(obs["hand_sizes"]))
 
-    dataset = recording.record("beggar/most-cards-v0", most_cards, 3, seed=5, n_players=3)
+    about = dict(author="the tests", author_email="tests@example.org", code_permalink="https://example.org/beggar")
+    dataset = recording.record("beggar/most-cards-v0", most_cards, 3, seed=5, metadata=about, n_players=3)
     back = minari.load_dataset("beggar/most-cards-v0")
+    assert {key: back.storage.metadata[key] for key in about} == {  # Minari keeps authors as sets
+        **about,
+        "author": {"the tests"},
+        "author_email": {"tests@example.org"},
+    }
     assert back.total_episodes == dataset.total_episodes == 3
     env = gym.make("Beggar-v0", n_players=3)  # the same episodes, played here
     for number, episode in enumerate(back.iterate_episodes()):

@@ -47,6 +47,8 @@ def test_every_page_with_python_has_its_snippets_found():
 @pytest.mark.parametrize("page, number", list(snippets()))
 def test_snippet_runs(page, number, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))  # clients' stores: in the fresh folder
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "huggingface"))
     namespace = {"__name__": "__snippet__"}
     *earlier, code = blocks(page)[: number + 1]
     missing = missing_modules(code)

@@ -22,7 +22,9 @@ def require_minari():
     return minari
 
 
-def record(dataset_id: str, policy, episodes: int, *, seed=0, data_format="arrow", description=None, **options):
+def record(
+    dataset_id: str, policy, episodes: int, *, seed=0, data_format="arrow", description=None, metadata=None, **options
+):
     """Play ``episodes`` episodes of ``gym.make("Beggar-v0", **options)`` with ``policy``
     (a callable: observation -> action, e.g. a forecaster's ``act``) and save them as the
     Minari dataset ``dataset_id`` (``"beggar/most-cards-v0"``: Minari's ``namespace/name-vN``).
@@ -30,7 +32,9 @@ def record(dataset_id: str, policy, episodes: int, *, seed=0, data_format="arrow
     Episode ``i`` is dealt by ``reset(seed=seed + i)`` (Minari records each episode's
     seed): the same dataset for the same arguments. Every step's info is recorded, with
     the same keys at every step (:class:`~beggar_env.envs.wrappers.EveryStepInfo`).
-    Returns the ``minari.MinariDataset``; ``minari.load_dataset(dataset_id)`` reads it back.
+    ``metadata`` goes to Minari's ``create_dataset`` (``author``, ``author_email``,
+    ``code_permalink``, ...: Minari warns when they are missing). Returns the
+    ``minari.MinariDataset``; ``minari.load_dataset(dataset_id)`` reads it back.
     """
     minari = require_minari()
     episodes = checks.integer("episodes", episodes, 1)
@@ -52,6 +56,8 @@ def record(dataset_id: str, policy, episodes: int, *, seed=0, data_format="arrow
             dataset_id=dataset_id,
             algorithm_name=name or getattr(policy, "__name__", type(policy).__name__),
             description=description or f"{episodes} episodes of Beggar-v0({_arguments(options)}) from seed {seed}",
+            eval_env=env.spec,  # the env it was recorded in: Minari warns without one
+            **(metadata or {}),
         )
     finally:
         env.close()
