@@ -145,7 +145,7 @@ def build_parser():
         description="Train the learned baselines and evaluate every forecaster with one protocol "
         "for 2, 3 and 4 players; print the tables; write JSON, tables and pictures.",
     )
-    b.add_argument("--quick", action="store_true", help="a small protocol: about two minutes on 2 cores")
+    b.add_argument("--quick", action="store_true", help="a small protocol: 80 s on 2 cores once compiled")
     b.add_argument(
         "--redraw", action="store_true", help="only draw the pictures again, from --out's results.json (no study)"
     )
@@ -301,8 +301,8 @@ def _compiling_notice(first_call):
     notice = threading.Timer(
         COMPILE_NOTICE_AFTER,
         lambda: print(
-            "beggar: preparing the compiled engine (the first run compiles it, about a minute, once; later runs "
-            "load it from numba's cache)...",
+            "beggar: preparing the compiled engine (the first run of each part compiles it once, seconds to a "
+            "minute; later runs load it from numba's cache; beggar warmup compiles every part)...",
             file=sys.stderr,
             flush=True,
         ),
