@@ -7,7 +7,7 @@ The house, lowest floor first (each module or wing imports only from those below
   :mod:`~beggar_env.task` (the forecasting task: observations, scoring, the env kernels),
   :mod:`~beggar_env.stats` (summaries), :mod:`~beggar_env.jit` (numba's settings);
 * shared: :mod:`~beggar_env.checks` (every argument check), :mod:`~beggar_env.files`
-  (safe writes), :mod:`~beggar_env.distributed` (Ray workers);
+  (safe writes, locks, clean-up after a killed run), :mod:`~beggar_env.distributed` (Ray workers);
 * the wings: :mod:`~beggar_env.envs` (``Beggar-v0``, registered with Gymnasium, and its
   vector env), :mod:`~beggar_env.datasets` (in memory and Parquet shards),
   :mod:`~beggar_env.search` (the longest and never-ending deals),

@@ -6,12 +6,14 @@ accepts. Quoted input is cut to a bounded excerpt. The words that messages and r
 share (:func:`excerpt`, :func:`plural`, :func:`gib`) are here too.
 """
 
+import math
 import numbers
 import os
 
 import numpy as np
 
 MAX_LIMIT = 2**63 - 1  # the engine's counters are int64; this value means "no limit"
+MAX_COUNT = 2**63 - 1  # games, deals, steps: the engine counts them in int64
 MAX_SEED = 2**64 - 1
 EXCERPT = 60  # characters of bad input quoted in an error message
 
@@ -24,9 +26,10 @@ def excerpt(value, limit=EXCERPT):
     return text if len(text) <= limit + 2 else text[:limit] + "..."
 
 
-def plural(n, noun):
-    """``n`` and the noun, singular or plural: '1 card', '2 cards'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def plural(n, noun, grouped=False):
+    """``n`` and the noun, singular or plural: '1 card', '2 cards' (``grouped``: '1,000 deals')."""
+    count = f"{n:,}" if grouped else f"{n}"
+    return f"{count} {noun}" if n == 1 else f"{count} {noun}s"
 
 
 def is_integer(value):
@@ -89,9 +92,43 @@ def seed(value):
     return np.uint64(value)
 
 
-def count(name, value):
-    """A number of things (games, envs, ...): an int >= 0."""
-    return integer(name, value, 0)
+def count(name, value, minimum=0):
+    """A number of things (games, envs, ...): an int from ``minimum`` to :data:`MAX_COUNT`."""
+    return integer(name, value, minimum, MAX_COUNT)
+
+
+def boolean(name, value):
+    """``True`` or ``False`` (a numpy bool too); anything else, which ``bool()`` would take
+    (the string ``'False'`` is true), is refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__} {excerpt(value)}")
+    return bool(value)
+
+
+def callback(name, value):
+    """None, or something to call (a progress report, a policy)."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be None or a callable, not {type(value).__name__} {excerpt(value)}")
+    return value
+
+
+def options(name, value):
+    """``reset``'s options: None or a dict (with str keys)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise TypeError(f"{name} must be None or a dict of option names, not {type(value).__name__} {excerpt(value)}")
+    return dict(value)
+
+
+def path(name, value):
+    """A file or folder name: a ``str`` or an ``os.PathLike`` (an int would be taken for a file descriptor)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), not {type(value).__name__} {excerpt(value)}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or "\0" in text:
+        raise ValueError(f"{name} must be a path without null characters, in text, not {excerpt(value)}")
+    return text
 
 
 def available_memory():
@@ -125,10 +162,16 @@ def gib(n_bytes):
 
 
 def number(name, value, minimum, strict=False):
-    """A real number (int or float, not a bool) ``>= minimum`` (``> minimum`` if ``strict``), as a float."""
+    """A finite real number (int or float, not a bool) ``>= minimum`` (``> minimum`` if
+    ``strict``), as a float."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, not {type(value).__name__} {excerpt(value)}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite number, not {excerpt(value)}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value}")
     if not (value > minimum if strict else value >= minimum):
         raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, not {value:g}")
     return value

@@ -14,6 +14,7 @@ A deal is always played exactly as given: suits and numeral ranks never change a
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,7 +76,9 @@ class Deal:
         for seat, hand in enumerate(hands):
             for position, c in enumerate(hand, 1):
                 if not checks.is_integer(c) or not 0 <= c <= Card.ACE:
-                    raise ValueError(f"seat {seat}, card {position}: {checks.excerpt(c)} is not a card class (0-4)")
+                    raise ValueError(
+                        f"deal, seat {seat}, card {position}: {checks.excerpt(c)} is not a card class (0-4)"
+                    )
             tokens.append(tuple(core.CLASS_SYMBOLS[int(c)] for c in hand))
         return cls(tuple(tokens))
 
@@ -107,7 +110,7 @@ def _parse_compact_hand(seat, text):
         token = symbol.upper()
         if token not in core.CLASS_SYMBOLS:
             raise ValueError(
-                f"seat {seat}, card {position}: unknown symbol {symbol!r} in {checks.excerpt(text)} "
+                f"deal, seat {seat}, card {position}: unknown symbol {symbol!r} in {checks.excerpt(text)} "
                 "(compact notation uses - J Q K A)"
             )
         hand.append(token)
@@ -120,7 +123,7 @@ def _parse_rank_hand(seat, text):
     hand = []
     for position, word in enumerate(re.split(r"[\s,]+", text.strip()) if text.strip() else [], 1):
         if not _TOKEN.fullmatch(word.upper()):
-            raise ValueError(f"seat {seat}, card {position}: unknown card {checks.excerpt(word)} ({_EXPECTED})")
+            raise ValueError(f"deal, seat {seat}, card {position}: unknown card {checks.excerpt(word)} ({_EXPECTED})")
         hand.append(word.upper())
     return tuple(hand)
 
@@ -137,7 +140,9 @@ def _validate(hands):
     for seat, hand in enumerate(hands):
         for position, token in enumerate(hand, 1):
             if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-                raise ValueError(f"seat {seat}, card {position}: unknown card {checks.excerpt(token)} ({_EXPECTED})")
+                raise ValueError(
+                    f"deal, seat {seat}, card {position}: unknown card {checks.excerpt(token)} ({_EXPECTED})"
+                )
             rank, suit = token.rstrip(SUITS), token[len(token.rstrip(SUITS)) :]
             if rank == "-":
                 continue
@@ -145,14 +150,14 @@ def _validate(hands):
                 if token in seen:
                     first_seat, first_position = seen[token]
                     raise ValueError(
-                        f"seat {seat}, card {position}: {token} appears twice "
+                        f"deal, seat {seat}, card {position}: {token} appears twice "
                         f"(first at seat {first_seat}, card {first_position})"
                     )
                 seen[token] = (seat, position)
             rank_counts[rank] = rank_counts.get(rank, 0) + 1
             if rank_counts[rank] > 4:
                 raise ValueError(
-                    f"seat {seat}, card {position}: a fifth {rank} (a standard deck has four cards of each rank)"
+                    f"deal, seat {seat}, card {position}: a fifth {rank} (a standard deck has four cards of each rank)"
                 )
     if not any(hands):
         raise ValueError("a deal needs at least one card")
@@ -165,15 +170,15 @@ def format_deal(deal: "str | Deal", notation: str | None = None) -> str:
     without a suit), rank notation otherwise, so ``parse_deal(format_deal(d)) == d``.
     """
     deal = parse_deal(deal)
+    if notation is not None:
+        checks.choice("notation", notation, ("compact", "ranks"))
     if notation is None:
         lossless = all(token in core.CLASS_SYMBOLS for hand in deal.hands for token in hand)
         notation = "compact" if lossless else "ranks"
     if notation == "compact":
         classes = iter(deal.classes())
         return "/".join("".join(core.CLASS_SYMBOLS[next(classes)] for _ in hand) for hand in deal.hands)
-    if notation == "ranks":
-        return " / ".join(" ".join(hand) for hand in deal.hands)
-    raise ValueError(f"notation must be 'compact' or 'ranks', not {notation!r}")
+    return " / ".join(" ".join(hand) for hand in deal.hands)
 
 
 # ------------------------------------------------------------------- random deals
@@ -219,13 +224,21 @@ def pack_deals(deals) -> tuple[np.ndarray, np.ndarray]:
     Deals are ``Deal`` objects or text; a list of compact-notation strings is parsed in
     bulk, at compiled speed. All deals must have one number of players.
     """
+    if (
+        isinstance(deals, (str, bytes, bytearray, Deal, dict))
+        or not isinstance(deals, Iterable)
+        or (isinstance(deals, np.ndarray) and deals.ndim != 1)
+    ):
+        raise TypeError(
+            f"deals must be a sequence of deals (Deal or text), not {type(deals).__name__} {checks.excerpt(deals)}"
+        )
     deals = list(deals)
     if not deals:
         raise ValueError("no deals given")
     packed = _pack_compact(deals) if all(type(d) is str for d in deals) else None
     if packed is not None:
         return packed
-    deals = [parse_deal(deal) for deal in deals]
+    deals = [_parse_one(i, deal) for i, deal in enumerate(deals)]
     n_players = deals[0].n_players
     for i, deal in enumerate(deals):
         _check_same_players(i, deal.n_players, n_players)
@@ -235,6 +248,13 @@ def pack_deals(deals) -> tuple[np.ndarray, np.ndarray]:
     for i, deal in enumerate(deals):
         cards[i, : deal.n_cards] = deal.classes()
     return cards, sizes
+
+
+def _parse_one(i, deal):
+    try:
+        return parse_deal(deal)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"deals[{i}]: {error}") from None
 
 
 def _check_same_players(i, n_players, first):

@@ -16,24 +16,78 @@ in this process (``ray.init`` by the caller) is used as it is.
 """
 
 import logging
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from . import checks
+from . import checks, files
 
 BACKENDS = ("local", "ray")  # where the seeded jobs that take a backend= argument run
 INSTALL_HINT = "pip install 'beggar-env[distributed]'"
 TASKS_PER_WORKER = 2  # tasks in flight per worker: one running, one waiting
 WAIT_SECONDS = 0.25  # ray.wait in slices, so that Ctrl-C and SIGTERM are seen at once
 FREE_CPUS_SECONDS = 30.0  # how long to wait for a CPU of the cluster to be free
+CONNECT_SECONDS = 5.0  # how long a cluster's head node may take to answer before it counts as unreachable
+SESSION_PREFIX = "beggar-env-ray-"  # the folder of a local Ray's session files (its process id follows)
+SESSION_FOLDER_LENGTH = 48  # longer, and Ray's socket paths inside it would pass the system's limit
 
 
-def check_backend(backend, threads):
-    """``backend``, one of :data:`BACKENDS`; ``threads`` (a local setting) is refused with Ray."""
+def check_backend(backend, threads, address=None):
+    """``backend``, one of :data:`BACKENDS`; ``threads`` (a local setting) is refused with
+    Ray, ``address`` (a cluster's) without it."""
     backend = checks.choice("backend", backend, BACKENDS)
     if backend == "ray" and threads is not None:
         raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
+    if address is not None and (backend != "ray" or not isinstance(address, str)):
+        raise (TypeError if backend == "ray" else ValueError)(
+            f"address is a Ray cluster's ('auto', 'HOST:6379') and needs backend='ray', not {checks.excerpt(address)}"
+        )
     return backend
+
+
+def check_reachable(address):
+    """``ConnectionError`` (one line) when the head node of ``address`` ("HOST:PORT", or
+    "ray://HOST:PORT") does not answer within :data:`CONNECT_SECONDS`: ``ray.init`` would
+    wait for it without end. Other addresses ("auto") are left to Ray."""
+    match = re.fullmatch(r"(?:ray://)?\[?([^\]\s]+?)\]?:(\d+)", address.strip())
+    if match is None:
+        return
+    host, port = match.group(1), int(match.group(2))
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except OSError as error:
+        reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise ConnectionError(
+            f"cannot reach the Ray cluster at {address}: {reason} (after {CONNECT_SECONDS:g} s at most)"
+        ) from None
+
+
+@contextmanager
+def _native_stderr_muted(muted):
+    """Send what native code writes to stderr (file descriptor 2) nowhere, while ``muted``."""
+    if not muted:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as nowhere:
+            os.dup2(nowhere.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _first_line(error):
+    return next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
 def require_ray():
@@ -73,14 +127,10 @@ class Workers:
         started = time.perf_counter()
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            ray.init(
-                address=address or "local",
-                include_dashboard=False,
-                logging_level=logging.ERROR,
-                log_to_driver=False,
-            )
+        self._session = None  # the folder of the local Ray this started (removed at the end)
         self.actors = []
+        if self._owns_ray:
+            self._start(address or "local")
         try:
             n = workers or self._free_cpus()
             actor = ray.remote(num_cpus=1)(_Worker)
@@ -109,19 +159,54 @@ class Workers:
     def __exit__(self, *exc):
         self.close()
 
+    def _start(self, address):
+        """Start a local Ray (its session files in a folder of its own, removed at the end)
+        or join the cluster at ``address``, first checking it can be reached at all."""
+        options = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+        if address == "local":
+            files.remove_stale(tempfile.gettempdir(), SESSION_PREFIX)
+            folder = tempfile.mkdtemp(prefix=f"{SESSION_PREFIX}{os.getpid()}.")
+            if len(folder) <= SESSION_FOLDER_LENGTH:  # Ray's socket paths must stay short
+                self._session = options["_temp_dir"] = folder
+            else:
+                os.rmdir(folder)
+        else:
+            check_reachable(address)
+        try:
+            with _native_stderr_muted(address != "local"):  # Ray's C++ client logs every failed try to join
+                self._ray.init(address=address, **options)
+        except ConnectionError as error:
+            raise ConnectionError(f"cannot join the Ray cluster at {address}: {_first_line(error)}") from None
+
     def close(self):
         for actor in self.actors:
             self._ray.kill(actor)
         self.actors = []
         if self._owns_ray and self._ray.is_initialized():
             self._ray.shutdown()
+        if self._session is not None:
+            shutil.rmtree(self._session, ignore_errors=True)
+            self._session = None
+
+    def _result(self, refs):
+        """``ray.get(refs)``, a task's own error raised as itself (not a remote traceback),
+        a lost worker as ``ConnectionError``: one line each."""
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, BaseException):
+                raise cause from None
+            raise ConnectionError(f"a Ray worker failed: {_first_line(error)}") from None
+        except self._ray.exceptions.RayActorError as error:
+            raise ConnectionError(f"a Ray worker was lost: {_first_line(error)}") from None
 
     def _get(self, refs):
         pending = list(refs)
         while True:
             ready, _ = self._ray.wait(pending, num_returns=len(pending), timeout=WAIT_SECONDS)
             if len(ready) == len(pending):
-                return self._ray.get(pending)
+                return self._result(pending)
 
     def unordered(self, tasks: Iterable[tuple]) -> Iterator[tuple]:
         """Yield ``(task, result)`` for each task (a tuple of ``run``'s arguments) as
@@ -154,7 +239,7 @@ class Workers:
             for ref in ready:
                 actor, number, task = pending.pop(ref)
                 free.append(actor)
-                result = self._ray.get(ref)
+                result = self._result(ref)
                 if window is None:
                     yield task, result
                     continue

@@ -1,19 +1,40 @@
-"""Writing results to files: the destination is checked before any work, and a file is
-replaced whole or not at all (written to a temporary file beside it, then renamed)."""
+"""Writing results to files: the destination is checked before any work, a file is replaced
+whole or not at all (written to a temporary file beside it, then renamed), a file one run
+writes is locked against a second writer, and what a killed process left behind (its
+temporary files and folders, named after its process id) is removed by the next run."""
 
+import errno
 import os
+import re
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+TEMPORARY_SUFFIX = ".partial"
+TEMPORARY_EXTRA = 40  # characters a temporary name adds to a file's name (".", ".PID.", random, ".partial")
 
-def output_path(path, suffix=".npz") -> str:
+
+def output_path(path, suffix=".npz", name=None) -> str:
     """The file that writing ``path`` will create: ``suffix`` added when the name has none
     (as numpy would add it; a name with another suffix is refused), checked to be writable.
-    ``ValueError`` naming the problem."""
+    ``ValueError`` naming the problem (after ``name:``, the argument's name, if given)."""
+    try:
+        return _output_path(path, suffix)
+    except (TypeError, ValueError) as error:
+        if name is None:
+            raise
+        raise type(error)(f"{name}: {error}") from None
+
+
+def _output_path(path, suffix):
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"a file name must be a str or an os.PathLike, not {type(path).__name__}")
     text = os.fspath(path)
+    if "\0" in text:
+        raise ValueError(f"{text!r} holds a null character, which no file name may")
     if not text or text.endswith(os.sep) or os.path.isdir(text):
         raise ValueError(f"{text!r} is a folder: give a file name, such as {os.path.join(text, 'results' + suffix)!r}")
     other = Path(text).suffix
@@ -30,15 +51,88 @@ def output_path(path, suffix=".npz") -> str:
         raise ValueError(f"cannot write in {folder} (permission denied)")
     if os.path.isdir(text):
         raise ValueError(f"{text!r} is a folder")
+    check_name_length(text)
     return text
+
+
+def check_name_length(path, extra=TEMPORARY_EXTRA):
+    """``ValueError`` when ``path``'s name, with ``extra`` characters more (its temporary
+    files'), is longer than its file system allows."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        longest = 255
+    name = os.path.basename(os.fspath(path))
+    if len(os.fsencode(name)) + extra > longest:
+        raise ValueError(
+            f"the name {name[:40]!r}... is too long: this file system allows {longest} bytes, and a temporary "
+            f"name adds up to {extra}"
+        )
+
+
+# --------------------------------------------------------------- dead processes
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale(folder, prefix, suffix=""):
+    """Remove the files and folders ``PREFIX<pid>.*SUFFIX`` in ``folder`` whose process
+    (on this machine) is gone: what a killed run left behind."""
+    pattern = re.compile(re.escape(prefix) + r"(\d+)\..*" + re.escape(suffix) + "$")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.match(name)
+        if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+
+@contextmanager
+def scratch_folder(purpose="scratch"):
+    """A temporary folder for the enclosed block (named after this process, so that the
+    next run removes it if this one is killed), removed on exit."""
+    prefix = f"beggar-env-{purpose}-"
+    remove_stale(tempfile.gettempdir(), prefix)
+    folder = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}.")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------ writing
 
 
 @contextmanager
 def replacing(path):
     """Yield a temporary file object in ``path``'s folder; on success it replaces ``path``
-    (atomically), on any error or interruption it is removed and ``path`` is untouched."""
+    (atomically), on any error or interruption it is removed and ``path`` is untouched.
+    A failed write raises ``OSError`` naming ``path`` (not the temporary file)."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".partial", dir=folder)
+    prefix = f".{Path(path).name}."
+    remove_stale(folder, prefix, TEMPORARY_SUFFIX)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=folder)
+    except OSError as error:
+        raise _naming(error, path) from None
     try:
         os.chmod(temporary, 0o666 & ~_umask())  # as open() would create it, not mkstemp's 0o600
         with os.fdopen(fd, "wb") as f:
@@ -46,12 +140,19 @@ def replacing(path):
             f.flush()
             os.fsync(f.fileno())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         try:
             os.unlink(temporary)
         except FileNotFoundError:
             pass
+        if isinstance(error, OSError):
+            raise _naming(error, path) from None
         raise
+
+
+def _naming(error, path):
+    reason = os.strerror(error.errno) if error.errno else str(error).splitlines()[0]
+    return OSError(error.errno, f"writing {os.fspath(path)} failed: {reason}")
 
 
 def _umask():
@@ -66,3 +167,55 @@ def save_npz(path, **arrays) -> str:
     with replacing(path) as f:
         np.savez(f, **arrays)
     return path
+
+
+# ------------------------------------------------------------------------ locking
+
+
+class InUse(ValueError):
+    """The file is being written by another run."""
+
+
+@contextmanager
+def exclusive(path):
+    """Hold an advisory lock on ``path`` for the enclosed block (a hidden ``.NAME.lock``
+    beside it, removed at the end), so that a second run writing it is refused at once
+    with :class:`InUse`, not silently overwritten. Without ``fcntl`` (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = os.path.join(os.path.dirname(os.path.abspath(path)), f".{Path(path).name}.lock")
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as error:
+            raise _naming(error, lock) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            if error.errno not in (errno.EAGAIN, errno.EACCES):
+                raise _naming(error, lock) from None
+            raise InUse(
+                f"{os.fspath(path)} is being written by another run (process {holder or '?'}): "
+                "wait for it to end, or choose another file"
+            ) from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                break  # else its holder removed it just before we locked it: lock the new one
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+        os.close(fd)

@@ -111,7 +111,7 @@ def play(
     With ``detect_cycles=False`` a game that never ends runs until interrupted (Ctrl-C).
     """
     states = new_game(deal, max_cards=max_cards, max_tricks=max_tricks, extra=2)
-    return GameResult.from_record(_finish(states, bool(detect_cycles))[0])
+    return GameResult.from_record(_finish(states, checks.boolean("detect_cycles", detect_cycles))[0])
 
 
 class Trace:
@@ -168,7 +168,11 @@ class _Batch:
 
     @classmethod
     def of(cls, deals_or_count, n_players, seed, max_cards, max_tricks, detect_cycles):
-        limits = (checks.limit("max_cards", max_cards), checks.limit("max_tricks", max_tricks), bool(detect_cycles))
+        limits = (
+            checks.limit("max_cards", max_cards),
+            checks.limit("max_tricks", max_tricks),
+            checks.boolean("detect_cycles", detect_cycles),
+        )
         if checks.is_integer(deals_or_count):
             n_games = checks.count("the number of games", deals_or_count)
             n_players = checks.n_players(2 if n_players is None else n_players)
@@ -250,11 +254,11 @@ class _RangeJob:
 
 def _deals_arrays(deals):
     """The packed arrays of a sequence of deals, or of a (cards, hand_sizes) pair."""
-    if isinstance(deals, (str, Deal)):
+    if isinstance(deals, (str, bytes, bytearray, Deal)):
         raise TypeError("simulate takes a number of games or a sequence of deals; wrap one deal in a list")
     if isinstance(deals, tuple) and len(deals) == 2 and all(isinstance(a, np.ndarray) for a in deals):
         return check_packed(*deals)
-    if not isinstance(deals, Sequence) and not isinstance(deals, np.ndarray):
+    if not isinstance(deals, Sequence) and not (isinstance(deals, np.ndarray) and deals.ndim == 1):
         raise TypeError(
             f"simulate takes a number of games (an int) or a sequence of deals, not {type(deals).__name__} "
             f"{checks.excerpt(deals)}"
@@ -325,13 +329,14 @@ def simulate_blocks(
     given.apply_defaults()
     o = given.arguments
     batch = _Batch.of(deals_or_count, o["n_players"], o["seed"], o["max_cards"], o["max_tricks"], o["detect_cycles"])
-    block_games = checks.integer("block_games", block_games, 1)
+    block_games = checks.count("block_games", block_games, 1)
     return _blocks(batch, block_games, o["threads"], o["progress"], None, o["backend"], o["address"])
 
 
 def _blocks(batch, block_games, threads, progress, results, backend, address):
     """The blocks of a batch, played here or on Ray."""
-    if check_backend(backend, threads) == "local":
+    checks.callback("progress", progress)
+    if check_backend(backend, threads, address) == "local":
         return batch.blocks(block_games, check_threads(threads), progress, results)
     require_ray()
     return batch.ray_blocks(block_games, address, progress, results)

@@ -210,44 +210,50 @@ class EnvConfig:
             return spaces.Discrete(self.n_outcomes)
         return spaces.Box(0.0, 1.0, (self.n_outcomes,), np.float32)
 
-    def check_deal(self, deal):
-        deal = parse_deal(deal)
+    def check_deal(self, deal, name="options['deal']"):
+        """``deal`` parsed, for these envs; errors name it ``name`` (where the caller gave it)."""
+        try:
+            deal = parse_deal(deal)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{name}: {error}") from None
         if deal.n_players != self.n_players:
-            raise ValueError(f"the deal has {deal.n_players} players, the env n_players={self.n_players}")
+            raise ValueError(f"{name}: the deal has {deal.n_players} players, the env n_players={self.n_players}")
         if deal.n_cards > PILE_SLOTS:
-            raise ValueError(f"the deal has {deal.n_cards} cards; the env plays at most {PILE_SLOTS}")
+            raise ValueError(f"{name}: the deal has {deal.n_cards} cards; the env plays at most {PILE_SLOTS}")
         return deal
 
-    def forecasts(self, actions, n_envs):
-        """Actions as the kernels take them: (labels, probs); labels -1 when probs are used."""
+    def forecasts(self, actions, n_envs, name="actions"):
+        """Actions as the kernels take them: (labels, probs); labels -1 when probs are used.
+        ``ValueError`` naming ``name`` (the step's argument) for anything else."""
+        raw = np.asarray(actions) if not isinstance(actions, (str, bytes, dict)) else np.asarray(object())
         if self.forecast == "label":
-            labels = np.asarray(actions)
             shapes = ((), (1,)) if n_envs == 1 else ((n_envs,),)
-            if labels.shape not in shapes or not np.issubdtype(labels.dtype, np.integer):
+            if raw.shape not in shapes or not np.issubdtype(raw.dtype, np.integer):
                 what = "an int" if n_envs == 1 else f"an array of {n_envs} ints, one per env, each"
                 raise ValueError(
-                    f"a 'label' forecast is {what} in 0..{self.n_players} (a seat, or {self.n_players} "
+                    f"{name}: a 'label' forecast is {what} in 0..{self.n_players} (a seat, or {self.n_players} "
                     f"for no winner), got {checks.excerpt(actions)}"
                 )
-            labels = np.ascontiguousarray(labels.reshape(n_envs), dtype=np.int64)
-            if ((labels < 0) | (labels > self.n_players)).any():
+            labels = np.ascontiguousarray(raw.reshape(n_envs), dtype=np.int64)
+            if ((raw.reshape(n_envs) < 0) | (raw.reshape(n_envs) > self.n_players)).any():
                 raise ValueError(
-                    f"a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
+                    f"{name}: a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
                     f"(no winner), got {checks.excerpt(actions)}"
                 )
             return labels, np.zeros((n_envs, self.n_outcomes))
-        probs = np.ascontiguousarray(actions, dtype=np.float64)  # the kernels' exact argument type
         shape = (self.n_outcomes,) if n_envs == 1 else (n_envs, self.n_outcomes)
-        if probs.shape not in (shape, (n_envs, self.n_outcomes)):
+        if raw.dtype.kind not in "iuf":  # not '2' (a string numpy would read as a number), not True
+            raise ValueError(f"{name}: a 'probs' forecast is numbers (weights), got {checks.excerpt(actions)}")
+        if raw.shape not in (shape, (n_envs, self.n_outcomes)):
             raise ValueError(
-                f"a 'probs' forecast has shape {shape}: one weight per seat and one for "
-                f"no winner{' in each env' if n_envs > 1 else ''}; got shape {probs.shape}"
+                f"{name}: a 'probs' forecast has shape {shape}: one weight per seat and one for "
+                f"no winner{' in each env' if n_envs > 1 else ''}; got shape {raw.shape}"
             )
-        probs = probs.reshape(n_envs, self.n_outcomes)
+        probs = np.ascontiguousarray(raw, dtype=np.float64).reshape(n_envs, self.n_outcomes)  # the kernels' type
         if not np.isfinite(probs).all() or (probs < 0).any():
-            raise ValueError(f"a 'probs' forecast must be finite and >= 0, got {checks.excerpt(actions)}")
+            raise ValueError(f"{name}: a 'probs' forecast must be finite and >= 0, got {checks.excerpt(actions)}")
         if (probs.sum(axis=1) <= 0).any():
-            raise ValueError("a 'probs' forecast must not be all zero")
+            raise ValueError(f"{name}: a 'probs' forecast must not be all zero")
         return np.full(n_envs, -1, np.int64), probs
 
 

@@ -10,12 +10,11 @@ built here rather than shipped with the package.
 
 import importlib.util
 import os
-import tempfile
 import time
 
 import numpy as np
 
-from . import datasets, game, jit
+from . import datasets, files, game, jit
 from .forecasting import forecasters
 from .search import search
 
@@ -39,7 +38,7 @@ def parts(players=PLAYERS):
             vector.step(np.zeros(2, np.int64))
 
     def parquet(n):
-        with tempfile.TemporaryDirectory() as folder:
+        with files.scratch_folder("warmup") as folder:
             datasets.shards.generate(os.path.join(folder, "d"), 2, n_players=n, seed=0)
 
     def bayes(n):

@@ -241,9 +241,9 @@ def test_warmup_runs_every_part_and_says_where_the_cache_is(capsys):
 def test_every_option_with_a_default_says_it_in_its_help():
     import argparse
 
-    from beggar_env import cli
+    from beggar_env.cli import commands
 
-    parser = cli.build_parser()
+    parser = commands.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     quiet = (None, False, [], argparse.SUPPRESS)  # nothing to say: no value, a flag, a repeatable option
     for name, command in commands.items():

@@ -12,7 +12,7 @@ import numpy as np
 from .. import checks, core, files, task
 from ..game import CHUNKS_PER_THREAD
 from ..jit import parallel
-from .samples import GAMES_PER_WRITE, parse_samples, play_games, sample_counts, write_samples
+from .samples import GAMES_PER_WRITE, most_samples, parse_samples, play_games, sample_counts, write_samples
 
 
 @dataclass
@@ -105,6 +105,7 @@ def generate(
     not fit in memory.
     """
     n_games = checks.count("n_games", n_games)
+    checks.callback("progress", progress)
     config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
     mode, k = parse_samples(samples)
     seed = int(checks.seed(seed))
@@ -115,6 +116,9 @@ def generate(
         f"playing {n_games:,} games first",
         "generate fewer games at a time",
     )
+    most = most_samples(n_games, mode, k)
+    if most is not None:  # known before playing: refused before playing
+        checks.memory(most * (config.layout.size * 4 + 40), f"{most:,} samples of {n_games:,} games", "fewer samples")
     with parallel(threads) as n_threads:
         work = core.new_work(n_threads * CHUNKS_PER_THREAD, config.n_players, task.CAPACITY)
         results = core.new_results(n_games, config.n_players)

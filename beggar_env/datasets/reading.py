@@ -18,9 +18,9 @@ LOAD_ROWS = 1 << 20  # rows turned into flat int32 rows at a time, when loading
 
 def read_info(directory) -> dict:
     """The metadata of a complete dataset directory; ``ValueError`` for one that is not."""
-    path = os.fspath(directory)
+    path = checks.path("directory", directory)
     if not os.path.isdir(path):
-        raise FileNotFoundError(f"no dataset folder {path!r}")
+        raise FileNotFoundError(f"directory: no dataset folder {path!r}")
     if os.path.exists(os.path.join(path, MARKER)):
         raise ValueError(
             f"{path} is an incomplete dataset (marked {MARKER}): its generation was interrupted or failed; "
@@ -39,7 +39,11 @@ def _selected_splits(meta, split):
     names = Job.from_dict(meta["job"]).split_names
     if split is None:
         return names
+    if not isinstance(split, str) and not (isinstance(split, (list, tuple)) and all(isinstance(n, str) for n in split)):
+        raise TypeError(f"split must be a split's name or a list of them, not {checks.excerpt(split)}")
     wanted = [split] if isinstance(split, str) else list(split)
+    if not wanted:
+        raise ValueError("split: give at least one split's name (None: every split)")
     if names == [None]:
         raise ValueError("split: this dataset has no splits")
     unknown = [name for name in wanted if name not in names]
@@ -64,7 +68,9 @@ def batches(directory, *, split=None, columns=None, batch_size: int = 1 << 16):
     ``batch_size`` rows (a pyarrow dataset scan: bounded memory whatever the size), in shard
     order; ``split`` selects splits, ``columns`` columns (names, see ``docs/datasets.md``)."""
     pyarrow = require_pyarrow()
-    batch_size = checks.integer("batch_size", batch_size, 1)
+    batch_size = checks.count("batch_size", batch_size, 1)
+    if columns is not None and (not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns)):
+        raise TypeError(f"columns must be None or a list of column names, not {checks.excerpt(columns)}")
     scan = pyarrow.dataset.dataset(sample_files(directory, split), format="parquet")
     if columns is not None:
         unknown = [name for name in columns if name not in scan.schema.names]
@@ -78,6 +84,9 @@ def load(path, *, split=None) -> Dataset:
     folder of Parquet shards (``beggar dataset --out DIR``; ``split`` picks splits), as the
     :class:`Dataset` that ``datasets.generate`` returns (in game order): ``MemoryError`` in
     one line when it would not fit (then use :func:`batches`)."""
+    path = checks.path("path", path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"path: no dataset file or folder {path!r}")
     if not os.path.isdir(path):
         if split is not None:
             raise ValueError("split: a .npz dataset has no splits")

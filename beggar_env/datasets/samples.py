@@ -17,6 +17,7 @@ from .. import checks, core, task
 from ..jit import jit
 
 GAMES_PER_WRITE = 1 << 12  # games played or replayed at once (progress, Ctrl-C and bounded buffers between)
+MAX_PER_GAME = 2**31 - 1  # samples of one game: the deals table counts them in int32
 
 
 class Sampling(IntEnum):
@@ -26,14 +27,27 @@ class Sampling(IntEnum):
 
 
 def parse_samples(samples):
-    """``samples`` ("card", "trick" or an int k >= 1) as (:class:`Sampling`, k)."""
-    if samples in ("card", "trick"):
+    """``samples`` ("card", "trick" or an int k from 1 to :data:`MAX_PER_GAME`) as
+    (:class:`Sampling`, k)."""
+    if isinstance(samples, str) and samples in ("card", "trick"):
         return Sampling[samples.upper()], 0
-    if checks.is_integer(samples) and samples >= 1:
+    if checks.is_integer(samples) and 1 <= samples <= MAX_PER_GAME:
         return Sampling.RANDOM, int(samples)
     raise ValueError(
-        f"samples must be 'card', 'trick' or an int k >= 1 (k random points per game), not {checks.excerpt(samples)}"
+        f"samples must be 'card', 'trick' or an int k from 1 to {MAX_PER_GAME:,} (k random points per game), "
+        f"not {checks.excerpt(samples)}"
     )
+
+
+def most_samples(n_games, mode, k):
+    """An upper bound of the samples of ``n_games`` games, before they are played (None
+    when it depends on their lengths), checked to be countable."""
+    if mode != Sampling.RANDOM:
+        return None
+    total = n_games * k
+    if total > checks.MAX_COUNT:
+        raise ValueError(f"{n_games:,} games of {k:,} samples each are more samples than can be counted (2**63-1)")
+    return total
 
 
 def play_games(seed, first, results, max_cards, work, progress=None):

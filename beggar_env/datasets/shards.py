@@ -32,7 +32,7 @@ from ..distributed import check_backend, require_ray
 from ..jit import parallel
 from . import columns, streaming
 from .columns import require_pyarrow
-from .samples import parse_samples
+from .samples import Sampling, most_samples, parse_samples
 
 FORMAT = "beggar-env dataset"
 FORMAT_VERSION = 1
@@ -112,8 +112,12 @@ class Job:
         shard_games=SHARD_GAMES,
     ) -> "Job":
         """A checked job; ``seed=None`` draws a fresh one."""
-        task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
-        parse_samples(samples)
+        config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
+        mode, k = parse_samples(samples)
+        most_samples(checks.count("n_games", n_games), mode, k)
+        if mode == Sampling.RANDOM:  # a game's samples are replayed in one buffer
+            rows = columns.bytes_per_row(columns.ObservationColumns(config.layout))
+            checks.memory(k * rows, f"the {k:,} samples of one game", "take fewer samples per game")
         return cls(
             n_games=checks.count("n_games", n_games),
             seed=int(checks.seed(seed)),
@@ -122,8 +126,8 @@ class Job:
             samples=samples if isinstance(samples, str) else int(samples),
             max_cards=None if max_cards is None else int(max_cards),
             splits=parse_splits(split),
-            game_weights=bool(game_weights),
-            shard_games=checks.integer("shard_games", shard_games, 1),
+            game_weights=checks.boolean("game_weights", game_weights),
+            shard_games=checks.count("shard_games", shard_games, 1),
         )
 
     @classmethod
@@ -178,7 +182,10 @@ def deal_path(index):
 def check_directory(directory) -> bool:
     """Check that ``directory`` can take a new dataset: a new folder in a writable one, or
     an empty writable folder; return whether it is new. ``ValueError`` naming the problem."""
-    path = os.fspath(directory)
+    path = checks.path("directory", directory)
+    if not path:
+        raise ValueError("directory: give the name of a new or empty folder for the dataset")
+    files.check_name_length(path, extra=0)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{path!r} is a file: give a new or empty folder for the dataset")
     new = not os.path.exists(path)
@@ -189,14 +196,15 @@ def check_directory(directory) -> bool:
         raise ValueError(f"{path!r} is not empty: give a new or empty folder for the dataset")
     where = parent if new else path
     if not os.access(where, os.W_OK):
-        raise ValueError(f"cannot write in {where} (permission denied)")
+        raise ValueError(f"cannot write in the folder {where} (permission denied)")
     return new
 
 
 def create(directory) -> bool:
     """Make ``directory`` ready for a dataset (see :func:`check_directory`) and mark it
-    incomplete; return whether it was created. ``ValueError`` before anything is written."""
-    path = os.fspath(directory)
+    incomplete; return whether it was created. ``ValueError`` when the checks refuse it,
+    ``OSError`` (one line, nothing left) when making it fails (a full disk, say)."""
+    path = checks.path("directory", directory)
     created = check_directory(path)
     try:
         if created:
@@ -207,7 +215,7 @@ def create(directory) -> bool:
             marker.write(f"{FORMAT}: being generated, or its generation stopped before the end: not usable\n")
     except OSError as error:
         discard(path, created)
-        raise ValueError(f"cannot write in {path}: {error.strerror or error}") from None
+        raise OSError(error.errno, f"cannot write in {path}: {error.strerror or error}") from None
     return created
 
 
@@ -343,7 +351,8 @@ def generate(
     ``directory`` must be a shared folder that every node sees at the same path.
     """
     require_pyarrow()
-    backend = check_backend(backend, threads)
+    checks.callback("progress", progress)
+    backend = check_backend(backend, threads, address)
     if backend == "ray":
         require_ray()
     job = Job.of(
@@ -357,7 +366,7 @@ def generate(
         game_weights=game_weights,
         shard_games=shard_games,
     )
-    path = os.fspath(directory)
+    path = checks.path("directory", directory)
     with parallel(threads):  # checks threads before anything is written
         created = create(path)
         try:
@@ -400,9 +409,7 @@ class _ShardJob:
     job: Job
 
     def warm(self):
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as folder:
+        with files.scratch_folder("warmup") as folder:
             one = Job(**{**self.job.as_dict(), "n_games": 1, "shard_games": 1})
             create(os.path.join(folder, "warm"))
             write_games(os.path.join(folder, "warm"), one, 0, 1, threads=1)

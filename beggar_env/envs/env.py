@@ -182,11 +182,15 @@ class BeggarEnv(gym.Env):
         self._bind_views()
 
     def reset(self, *, seed=None, options=None):
+        if (
+            seed is not None
+        ):  # the package's one seed rule (numpy ints too), before Gymnasium's, which takes Python ints
+            seed = int(checks.seed(seed))
         super().reset(seed=seed)
-        options = dict(options or {})
+        options = checks.options("options", options)
         deal = options.pop("deal", None)
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; the only option is 'deal'")
+            raise ValueError(f"options: unknown reset options {sorted(options)}; the only option is 'deal'")
         c = self.config
         if seed is not None or not self._seeded:  # a new stream of deals
             self._envs["seed"][0] = checks.seed(seed if seed is not None else self.np_random)
@@ -207,7 +211,7 @@ class BeggarEnv(gym.Env):
         if self._label_forecast and type(action) in _PLAIN_INTS and 0 <= action <= self._n_players:
             self._labels[0] = action  # the common case, kept cheap
         else:
-            self._labels[:], self._probs[:] = self.config.forecasts(action, 1)
+            self._labels[:], self._probs[:] = self.config.forecasts(action, 1, name="action")
         if self._step_kernel is None:
             self._step_kernel, self._step_types = bind(task.step, self._step_args)
         self._step_kernel(*self._step_args)

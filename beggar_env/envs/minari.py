@@ -37,7 +37,7 @@ def record(
     ``minari.MinariDataset``; ``minari.load_dataset(dataset_id)`` reads it back.
     """
     minari = require_minari()
-    episodes = checks.integer("episodes", episodes, 1)
+    episodes = checks.count("episodes", episodes, 1)
     first = checks.integer("seed", seed, 0, checks.MAX_SEED - episodes + 1)
     if not callable(policy):
         raise TypeError(f"policy must be a callable, observation -> action, not {type(policy).__name__}")

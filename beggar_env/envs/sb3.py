@@ -31,6 +31,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from .. import checks
+
 try:
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as exc:  # pragma: no cover (the tests of this module skip without SB3)
@@ -77,7 +79,7 @@ class SB3VecEnv(VecEnv):
                 "use beggar_env.envs.sb3.make(...) or gym.make_vec('Beggar-v0', ..., autoreset_mode='SameStep')"
             )
         self.venv = venv
-        self.flatten = bool(flatten)
+        self.flatten = checks.boolean("flatten", flatten)
         self._dict_space = venv.single_observation_space
         if not isinstance(self._dict_space, spaces.Dict):
             raise TypeError(f"SB3VecEnv wraps a vector env of Dict observations, not {self._dict_space}")
@@ -172,6 +174,13 @@ class SB3VecEnv(VecEnv):
 
     def _indices(self, indices) -> list[int]:
         return list(self._get_indices(indices))
+
+    def seed(self, seed=None):
+        """Seed env ``i`` with ``seed + i`` at the next reset (SB3's rule), every one of them
+        a seed of ``reset`` (0 .. 2**64-1: a numpy ``uint64`` would wrap past it to 0)."""
+        if seed is not None:
+            seed = checks.integer("seed", seed, 0, checks.MAX_SEED - (self.num_envs - 1))
+        return super().seed(seed)
 
     def _reset_seed(self):
         seeds = self._seeds

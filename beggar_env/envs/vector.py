@@ -64,7 +64,7 @@ class BeggarVectorEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         copy: bool = True,
     ):
-        num_envs = checks.integer("num_envs", num_envs, 1)
+        num_envs = checks.count("num_envs", num_envs, 1)
         if not isinstance(copy, (bool, np.bool_)):
             raise TypeError(f"copy must be True or False, not {type(copy).__name__}")
         if not isinstance(autoreset_mode, AutoresetMode):
@@ -81,7 +81,7 @@ class BeggarVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.autoreset_mode = autoreset_mode
-        self.copy = bool(copy)
+        self.copy = checks.boolean("copy", copy)
         self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
         self._autoreset = AUTORESET_MODES[autoreset_mode]
         self._settings = self.config.settings(self._autoreset)
@@ -103,11 +103,11 @@ class BeggarVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ reset
 
     def reset(self, *, seed=None, options=None):
-        options = dict(options or {})
+        options = checks.options("options", options)
         deals = options.pop("deals", None)
         mask = options.pop("reset_mask", None)
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; known: 'deals', 'reset_mask'")
+            raise ValueError(f"options: unknown reset options {sorted(options)}; known: 'deals', 'reset_mask'")
         mask = self._check_mask(mask)
         if seed is not None or not self._seeded:
             self._seed(seed, mask)
@@ -132,6 +132,8 @@ class BeggarVectorEnv(VectorEnv):
         return mask
 
     def _seed(self, seed, mask):
+        if isinstance(seed, np.ndarray) and seed.ndim == 0:  # one seed, as a 0-d array
+            seed = seed.item()
         if isinstance(seed, (list, tuple, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"seed must be an int or a list of {self.num_envs} seeds, got {len(seed)}")
@@ -143,14 +145,16 @@ class BeggarVectorEnv(VectorEnv):
         self._seeded = True
 
     def _deal(self, deals, mask, obs):
-        if isinstance(deals, str) or not isinstance(deals, (Sequence, np.ndarray)):
+        if isinstance(deals, str) or not isinstance(deals, (Sequence, np.ndarray)) or np.ndim(deals) != 1:
             raise TypeError(
                 f"options['deals'] must be a list of {self.num_envs} deals (one per env), not {type(deals).__name__}"
             )
         if len(deals) != self.num_envs:
             raise ValueError(f"options['deals'] must give one deal per env ({self.num_envs}), got {len(deals)}")
         c = self.config
-        chosen = {i: c.check_deal(deals[i]) for i in np.flatnonzero(mask)}  # all checked before any is dealt
+        chosen = {
+            i: c.check_deal(deals[i], f"options['deals'][{i}]") for i in np.flatnonzero(mask)
+        }  # before any is dealt
         for i, deal in chosen.items():
             task.reset_dealt(*self._arrays, i, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, obs)
 

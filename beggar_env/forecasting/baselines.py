@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, datasets
+from .. import __version__, datasets, files
 from ..game import simulate_blocks
 from ..stats import Summary
 from . import forecasters as fc
@@ -300,12 +300,32 @@ def statistics_table(results):
     return _markdown(header, rows)
 
 
+def check_out(out):
+    """Check, before the study, that ``out`` can take its files: a folder this process can
+    write in, or a new one in such a folder. ``ValueError`` naming the problem."""
+    out = os.path.abspath(os.fspath(out))
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"{out} is a file, not a folder")
+    where = out if os.path.isdir(out) else os.path.dirname(out)
+    if not os.path.isdir(where):
+        raise ValueError(f"no such folder: {where}")
+    if not os.access(where, os.W_OK):
+        raise ValueError(f"cannot write in {where} (permission denied)")
+    files.check_name_length(os.path.join(out, "reliability_4p.png"))
+
+
+def _write_text(path, text):
+    with files.replacing(path) as f:  # whole or not at all: a full disk keeps the previous file
+        f.write(text.encode())
+
+
 def write(results, out, command):
-    """Write ``results.json``, ``tables.md`` and the pictures into the folder ``out``."""
+    """Write ``results.json``, ``tables.md`` and the pictures into the folder ``out``, each
+    file replaced whole or not at all."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results = {"command": command, **results}
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    _write_text(out / "results.json", json.dumps(results, indent=1))
     parts = [f"Written by `{command}`.\n", "## Game statistics\n", statistics_table(results)]
     for n, block in results["players"].items():
         parts += [
@@ -319,7 +339,7 @@ def write(results, out, command):
             "\nLog loss:\n",
             slices_table(block, "log_loss"),
         ]
-    (out / "tables.md").write_text("\n".join(parts) + "\n")
+    _write_text(out / "tables.md", "\n".join(parts) + "\n")
     return draw(results, out)
 
 
@@ -395,7 +415,8 @@ def draw(results, out):
 
 def _save(fig, path, rect=None):
     fig.tight_layout(rect=rect)
-    fig.savefig(path, dpi=110)
+    with files.replacing(path) as f:
+        fig.savefig(f, format="png", dpi=110)
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -57,6 +57,17 @@ class Forecaster:
         return f"{type(self).__name__}(n_players={self.n_players})"
 
 
+def _check_dataset(forecaster, dataset):
+    if not hasattr(dataset, "fields") or not hasattr(dataset, "label"):
+        raise TypeError(f"dataset must be a beggar_env.datasets.Dataset, not {type(dataset).__name__}")
+    if dataset.n_players != forecaster.n_players:
+        raise ValueError(
+            f"dataset: its games have {dataset.n_players} players, "
+            f"but {forecaster.name} has n_players={forecaster.n_players}"
+        )
+    return dataset
+
+
 def _check_obs(forecaster, obs):
     needed = {"public": "cards", "counted": "known", "full": "hands"}[forecaster.observation]
     if needed not in obs:
@@ -90,7 +101,7 @@ class SeatPrior(Forecaster):
 
     def __init__(self, n_players=2, games=10**6, seed=0, max_cards=None):
         super().__init__(n_players)
-        self.games, self.seed, self.max_cards = checks.integer("games", games, 1), seed, max_cards
+        self.games, self.seed, self.max_cards = checks.count("games", games, 1), seed, max_cards
         self.rates = None
 
     def fit(self, dataset=None):
@@ -131,11 +142,12 @@ class CalibratedMostCards(Forecaster):
 
     def __init__(self, n_players=2, smoothing=1.0):
         super().__init__(n_players)
-        self.smoothing = smoothing
+        self.smoothing = checks.number("smoothing", smoothing, 0, strict=True)  # 0: 0/0 for a hand size never seen
         self.win_rate = None  # [seat, cards in hand]
         self.no_winner = None
 
     def fit(self, dataset):
+        _check_dataset(self, dataset)
         hands = dataset.fields["hand_sizes"]
         labels = dataset.label
         wins = np.zeros((self.n_players, core.DECK_SIZE + 1))
@@ -179,6 +191,7 @@ class Learned(Forecaster):
         self.name = name or f"{type(model).__name__} ({observation})"
 
     def fit(self, dataset):
+        _check_dataset(self, dataset)
         self.model.fit(features.FEATURES[self.observation](dataset.fields), dataset.label)
         self.trained_on_seed = dataset.seed
         return self
@@ -240,8 +253,8 @@ class BayesMC(Forecaster):
 
     def __init__(self, n_players=2, k=256, alpha=0.5, seed=0, max_cards=None, threads=None):
         super().__init__(n_players)
-        self.k = checks.integer("k", k, 1)
-        self.alpha = float(alpha)
+        self.k = checks.count("k", k, 1)
+        self.alpha = checks.number("alpha", alpha, 0)
         self.seed = int(checks.seed(seed))
         self.max_cards = checks.limit("max_cards", max_cards)
         self.threads = threads

@@ -185,9 +185,21 @@ def report(name, probs, test, seconds, bootstrap=1000):
     }
 
 
+def _check_test(test):
+    if not isinstance(test, TestSet):
+        raise TypeError(f"test must be a TestSet (TestSet.generate), not {type(test).__name__} {checks.excerpt(test)}")
+
+
 def forecast(forecaster, test: TestSet, progress=None):
     """A forecaster's forecasts of every test position, and the seconds they took.
     Refuses a forecaster trained on the test seed."""
+    if not callable(getattr(forecaster, "predict_proba", None)):
+        raise TypeError(
+            f"forecaster must have predict_proba(obs) (see beggar_env.forecasting.forecasters), not "
+            f"{type(forecaster).__name__} {checks.excerpt(forecaster)}"
+        )
+    _check_test(test)
+    checks.callback("progress", progress)
     if getattr(forecaster, "n_players", test.n_players) != test.n_players:
         raise ValueError(f"the forecaster is for {forecaster.n_players} players, the test set {test.n_players}")
     if getattr(forecaster, "trained_on_seed", None) == test.seed:
@@ -206,6 +218,9 @@ def forecast(forecaster, test: TestSet, progress=None):
 def evaluate(forecaster, test: TestSet, *, bootstrap=1000, progress=None) -> dict:
     """Evaluate a forecaster (see :mod:`beggar_env.forecasting.forecasters`) on a :class:`TestSet`: the
     protocol's :func:`report` of its forecasts."""
+    _check_test(test)
+    bootstrap = checks.count("bootstrap", bootstrap, 1)
+    checks.memory(16 * bootstrap * test.games, f"{bootstrap:,} bootstrap resamples", "take fewer (bootstrap=1000)")
     probs, seconds = forecast(forecaster, test, progress)
     return report(getattr(forecaster, "name", type(forecaster).__name__), probs, test, seconds, bootstrap)
 

@@ -34,6 +34,7 @@ the same deals whatever the threads, the workers, the interruptions and the resu
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numba
@@ -102,11 +103,11 @@ def _check_arguments(
     strategy = checks.choice("strategy", strategy, STRATEGIES)
     backend = check_backend(backend, threads)
     if deals is not None:
-        deals = checks.integer("deals", deals, 1)
+        deals = checks.count("deals", deals, 1)
     if minutes is not None:
         minutes = checks.number("minutes", minutes, 0, strict=True)
     top = checks.integer("top", top, 1, 10_000)
-    walk_steps = checks.integer("walk_steps", walk_steps, 1)
+    walk_steps = checks.count("walk_steps", walk_steps, 1)
     temperature = checks.number("temperature", temperature, 0)
     if isinstance(starts, (str, Deal)):
         raise TypeError("starts is a sequence of deals; wrap one deal in a list")
@@ -153,12 +154,12 @@ def _plan(players, objective, strategy, deals, minutes, seed, starts, top, out, 
     return _Plan(run, job, deals, None if minutes is None else 60.0 * minutes, store)
 
 
-def results_path(out, resume) -> str:
+def results_path(out, resume, name="out") -> str:
     """The results file ``out`` names (``.jsonl`` added), checked before any work: writable,
-    and not an existing file unless ``resume``."""
-    path = files.output_path(out, ".jsonl")
+    and not an existing file unless ``resume``; errors name the argument ``name``."""
+    path = files.output_path(out, ".jsonl", name=name)
     if os.path.exists(path) and not resume:
-        raise ValueError(f"{path} exists: resume it (--resume) or choose another file")
+        raise ValueError(f"{path} exists: resume it (resume=True, --resume) or choose another file")
     return path
 
 
@@ -361,8 +362,9 @@ def search(
     run (all sessions together), after ``minutes`` of this call, or on Ctrl-C, whichever
     comes first; with neither budget, only Ctrl-C stops it.
 
-    ``out`` is the JSON-lines file of the top ``top`` deals per (players, objective); an
-    existing file is only continued with ``resume=True``: the run with the same settings
+    ``out`` is the JSON-lines file of the top ``top`` deals per (players, objective), locked
+    for the run (a second run on it is refused at once: ``files.InUse``); an existing file
+    is only continued with ``resume=True``: the run with the same settings
     (and ``seed``, by default the latest such run's) goes on from where it stopped, a new
     run adds its finds to the file's lists. ``backend="ray"`` runs the search on Ray
     workers, one per CPU, on a local Ray or the cluster at ``address``; ``threads`` (local
@@ -372,9 +374,16 @@ def search(
     players, objective, strategy, deals, minutes, starts, top, backend, walk_steps, temperature = _check_arguments(
         players, objective, strategy, deals, minutes, starts, top, backend, threads, walk_steps, temperature
     )
+    check_backend(backend, threads, address)
+    checks.callback("progress", progress)
+    checks.boolean("resume", resume)
     if backend == "ray":
         require_ray()
     else:
         threads = check_threads(threads)
-    plan = _plan(players, objective, strategy, deals, minutes, seed, starts, top, out, resume, walk_steps, temperature)
-    return _Driver(plan, backend, threads, address, progress).drive()
+    lock = nullcontext() if out is None else files.exclusive(files.output_path(out, ".jsonl", name="out"))
+    with lock:  # a second run on the file is refused: the last writer would drop the other's finds
+        plan = _plan(
+            players, objective, strategy, deals, minutes, seed, starts, top, out, resume, walk_steps, temperature
+        )
+        return _Driver(plan, backend, threads, address, progress).drive()

@@ -89,13 +89,21 @@ class Find:
         return {name: getattr(self, name) for name in ("outcome", "winner", "cards", "tricks", *CYCLE_FIELDS)}
 
 
-def replay(find: Find) -> Find:
-    """``find``, once :func:`beggar_env.play` gives exactly its game; else ``RuntimeError``
-    (a wrong result is never reported)."""
+def _played(find):
     from ..game import play
 
     result = play(find.deal)
-    replayed = {name: getattr(result, name) for name in find.game()}
+    return {name: getattr(result, name) for name in find.game()}
+
+
+def _game_text(game):
+    return ", ".join(f"{name} {value}" for name, value in game.items() if value is not None)
+
+
+def replay(find: Find) -> Find:
+    """``find``, once :func:`beggar_env.play` gives exactly its game; else ``RuntimeError``
+    (a wrong result is never reported)."""
+    replayed = _played(find)
     if replayed != find.game():
         raise RuntimeError(f"a search reported {find.game()} for {find.deal} but play() gives {replayed}: not written")
     return find
@@ -207,8 +215,8 @@ class FindsFile:
 
     @classmethod
     def read(cls, path, k=10) -> "FindsFile":
-        """Read a file ``save`` wrote; ``ValueError`` naming the line for anything else.
-        Its deals are replayed (by the next ``save``, or ``verify``)."""
+        """Read a file ``save`` wrote, replaying every deal in it; ``ValueError`` naming the
+        line for anything else, a deal whose recorded game is not the one it plays included."""
         store = cls(path, k)
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -230,6 +238,15 @@ class FindsFile:
                 if find.score(objective) < 0:
                     raise ValueError(f"{path}:{number}: a {find.outcome} has no place in the {objective!r} list")
                 deal_counts[players, objective] = deal_counts.get((players, objective), 0) + 1
+                if find.deal not in store._replayed:
+                    try:
+                        replay(find)
+                    except RuntimeError:
+                        raise ValueError(
+                            f"{path}:{number}: the file records {_game_text(find.game())} for {find.deal}, "
+                            f"but it plays {_game_text(_played(find))}"
+                        ) from None
+                    store._replayed.add(find.deal)
                 store.add(find)
             else:
                 raise ValueError(f"{path}:{number}: unknown kind {checks.excerpt(kind)} (expected 'run' or 'deal')")

@@ -1,33 +1,21 @@
-"""The ``beggar`` command: play one deal, simulate many games, generate datasets, search
-for the longest deals, evaluate the forecasters, compile everything at once (``warmup``).
-
-Bad input gives one line on stderr and exit status 2, a failed write (a full disk) one line
-and status 1; Ctrl-C or SIGTERM stop any run within a second (exit status 130 or 143),
-leaving no partial file behind.
-"""
+"""The commands of ``beggar``: the parser and what each subcommand does (the entry point,
+and the errors' exit statuses, are :mod:`beggar_env.cli`'s)."""
 
 import argparse
 import json
 import os
-import signal
+import re
 import sys
 import threading
 import time
 
 import numpy as np
 
-from . import __version__, checks, core, files
-from .checks import plural
+from .. import __version__, checks, core, files
+from ..checks import plural
+from . import EXIT_STATUSES, UsageError
 
 COMPILE_NOTICE_AFTER = 1.0  # seconds a first call may take before we say what it is doing
-
-
-class UsageError(Exception):
-    """Bad input from the command line: reported in one line, exit status 2."""
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised where the process is so that files are cleaned up as for Ctrl-C."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,14 +23,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")  # int() would also take '5_0' and other scripts' digits ('５')
+REAL_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def _whole_number(minimum, maximum=None):
-    """An argparse type: an int in [minimum, maximum], checked as the API checks it."""
+    """An argparse type: an int in [minimum, maximum] (default: the most the engine counts),
+    written in ASCII digits, checked as the API checks it."""
+    maximum = checks.MAX_COUNT if maximum is None else maximum
 
     def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {checks.excerpt(text)}") from None
+        if not WHOLE_NUMBER.fullmatch(text.strip()):
+            raise argparse.ArgumentTypeError(f"not a whole number: {checks.excerpt(text)}")
+        value = int(text)
         try:
             return checks.integer("the value", value, minimum, maximum)
         except ValueError:
@@ -70,7 +63,9 @@ def _add_run_options(parser, what):
 def build_parser():
     parser = _Parser(
         prog="beggar",
-        description="Beggar-My-Neighbour: play deals, simulate games, generate datasets.",
+        description="Beggar-My-Neighbour: play deals, simulate games, generate datasets, search, evaluate.",
+        epilog=EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=_version())
@@ -226,8 +221,8 @@ def _describe(result):
 
 
 def _cmd_play(args):
-    from . import game
-    from .deals import parse_deal
+    from .. import game
+    from ..deals import parse_deal
 
     deal = parse_deal(args.deal)
     if deal.n_cards <= core.DECK_SIZE:
@@ -262,7 +257,7 @@ def _cmd_play(args):
 
 
 def _print_summary(summary, seed, n_players, seconds):
-    from .stats import PERCENTILES
+    from ..stats import PERCENTILES
 
     n = summary["games"]
     print(f"{plural(n, 'game')}, {n_players} players, seed {seed}")
@@ -338,8 +333,8 @@ JSON_BYTES_PER_GAME = 200  # a generous estimate of one game's raw results as JS
 
 
 def _cmd_simulate(args):
-    from .game import simulate, simulate_blocks
-    from .stats import Summary
+    from ..game import simulate, simulate_blocks
+    from ..stats import Summary
 
     out = _out_path("simulate", args.out) if args.out is not None else None
     seed = _seed(args)
@@ -394,21 +389,24 @@ def _ray_note(args):
 
 
 def _cmd_dataset(args):
-    from . import datasets
-    from .task import OBSERVATIONS
+    from .. import datasets
+    from ..task import OBSERVATIONS
 
     if args.observation not in OBSERVATIONS:
         raise UsageError(
             f"beggar dataset: --observation must be one of {', '.join(OBSERVATIONS)}, "
             f"not {checks.excerpt(args.observation)}"
         )
+    from ..datasets.samples import MAX_PER_GAME
+
     samples = args.samples
     if samples not in ("card", "trick"):
         try:
-            samples = _whole_number(1)(samples)
+            samples = _whole_number(1, MAX_PER_GAME)(samples)
         except argparse.ArgumentTypeError:
             raise UsageError(
-                f"beggar dataset: --samples must be card, trick or a whole number >= 1, not {checks.excerpt(samples)}"
+                f"beggar dataset: --samples must be card, trick or a whole number from 1 to {MAX_PER_GAME:,}, "
+                f"not {checks.excerpt(samples)}"
             ) from None
     options = dict(
         n_players=args.players,
@@ -439,9 +437,7 @@ def _cmd_dataset(args):
 
 
 def _dataset_to_parquet(args, options):
-    import tempfile
-
-    from .datasets import shards
+    from ..datasets import shards
 
     try:
         shards.require_pyarrow()
@@ -460,7 +456,7 @@ def _dataset_to_parquet(args, options):
         _require_ray("dataset", args)
         options = dict(options, threads=None, backend="ray", address=args.ray)
     else:
-        with tempfile.TemporaryDirectory() as folder:  # samples/s counts generating only
+        with files.scratch_folder("warmup") as folder:  # samples/s counts generating only
             _compiling_notice(lambda: shards.generate(os.path.join(folder, "d"), 1, seed=seed, **options, **extra))
     meta, seconds = _run_with_progress(
         "game",
@@ -482,7 +478,7 @@ def _dataset_to_parquet(args, options):
 def _cmd_baselines(args):
     from tqdm import tqdm
 
-    from .forecasting import baselines
+    from ..forecasting import baselines
 
     try:
         baselines.require_extras()
@@ -490,8 +486,10 @@ def _cmd_baselines(args):
         raise UsageError(str(error)) from None
 
     out = os.path.abspath(args.out)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"beggar baselines: --out: {out} is a file, not a folder")
+    try:
+        baselines.check_out(out)
+    except ValueError as error:
+        raise UsageError(f"beggar baselines: --out: {error}") from None
     if args.redraw:
         return _redraw(baselines, out)
     protocol = baselines.QUICK if args.quick else baselines.FULL
@@ -576,10 +574,9 @@ def _real_number(minimum, strict=False):
     bound = f"{'>' if strict else '>='} {minimum}"
 
     def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}") from None
+        if not REAL_NUMBER.fullmatch(text.strip()):  # also refuses 'inf' and 'nan', which float() takes
+            raise argparse.ArgumentTypeError(f"not a number: {checks.excerpt(text)}")
+        value = float(text)
         if value != float("inf"):
             try:
                 return checks.number("the value", value, minimum, strict)
@@ -591,7 +588,7 @@ def _real_number(minimum, strict=False):
 
 
 def _add_search_parser(commands):
-    from .search import OBJECTIVES, STRATEGIES
+    from ..search import OBJECTIVES, STRATEGIES
 
     q = commands.add_parser(
         "search",
@@ -691,7 +688,7 @@ class _StatusLine:
 
 def _require_ray(command, args):
     """Check ``--ray`` before any work: Ray installed, no ``--threads``."""
-    from .distributed import require_ray
+    from ..distributed import require_ray
 
     if args.threads is not None:
         raise UsageError(f"beggar {command}: --threads is for a local run: Ray runs one worker per CPU")
@@ -704,8 +701,8 @@ def _require_ray(command, args):
 def _print_search(report):
     where = f"{report.players} players, {report.strategy}, seed {report.seed}"
     print(
-        f"{where}: {report.deals:,} deals played ({report.session_deals:,} now, {report.seconds:.1f} s, "
-        f"{report.rate:,.0f} deals/s)"
+        f"{where}: {plural(report.deals, 'deal', grouped=True)} played ({report.session_deals:,} now, "
+        f"{report.seconds:.1f} s, {report.rate:,.0f} deals/s)"
     )
     if report.startup_seconds:
         print(f"Ray start-up (excluded): {report.startup_seconds:.1f} s")
@@ -724,7 +721,7 @@ def _print_search(report):
 
 
 def _cmd_search(args):
-    from .search import search
+    from ..search import search
 
     options = dict(
         objective=args.objective,
@@ -763,16 +760,17 @@ def _cmd_search(args):
 
 
 def _search_path(path, resume):
-    from .search import results_path
+    from ..search import results_path
 
     try:
-        return results_path(path, resume)
+        with files.exclusive(files.output_path(path, ".jsonl")):  # another run on it: refused before the warm-up
+            return results_path(path, resume, name=None)
     except ValueError as error:
         raise UsageError(f"beggar search: --out: {error}") from None
 
 
 def _cmd_warmup(args):
-    from . import jit, warmup
+    from .. import jit, warmup
 
     seconds = warmup.warm_up(tuple(args.players), report=lambda line: print(line, flush=True))
     where = f"cached in {jit.CACHE_FOLDER}" if jit.CACHE_FOLDER else "not cached (no writable folder)"
@@ -810,59 +808,17 @@ def parse_args(argv):
     parser = build_parser()
     args, extras = parser.parse_known_args(_attach_deal_values(sys.argv[1:] if argv is None else argv))
     if args.command is None:
+        if extras:
+            raise UsageError(f"beggar: unrecognised arguments: {checks.excerpt(' '.join(extras))} (see beggar --help)")
         raise UsageError(parser.format_help().rstrip())
-    if args.command == "play" and args.deal is None:
-        deals = [word for word in extras if "/" in word or not word.strip("-JQKAjqka")]
-        if deals:
-            args.deal = deals[0]
-            extras.remove(deals[0])
-        else:
+    if args.command == "play":
+        words = ([] if args.deal is None else [args.deal]) + extras
+        deals = [word for word in words if "/" in word or not word.strip("-JQKAjqka")]
+        if not words:
             raise UsageError("beggar play: a deal is required, e.g. beggar play '-A--Q/----K-J'")
+        args.deal = deals[0] if deals else words[0]  # else: the deal's own error names what is wrong with it
+        words.remove(args.deal)
+        extras = words
     if extras:
         raise UsageError(f"beggar {args.command}: unrecognised arguments: {checks.excerpt(' '.join(extras))}")
     return args
-
-
-def _terminate(signum, frame):
-    raise Terminated()
-
-
-def main(argv=None):
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        args = parse_args(argv)
-        COMMANDS[args.command](args)
-    except UsageError as error:
-        print(str(error), file=sys.stderr)
-        return 2
-    except (ValueError, TypeError, MemoryError) as error:
-        print(f"beggar: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("beggar: interrupted", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("beggar: terminated", file=sys.stderr)
-        return 143
-    except BrokenPipeError:
-        return 0
-    except OSError as error:  # a full disk, say: the command has removed what it wrote
-        print(f"beggar: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run():
-    """The ``beggar`` command: :func:`main`, then exit. After Ctrl-C or SIGTERM, whose
-    clean-up is done, the process ends at once rather than tear down numba's and pyarrow's
-    native libraries (a second on 2 cores)."""
-    status = main()
-    if status in (130, 143):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-    sys.exit(status)
-
-
-if __name__ == "__main__":
-    run()

@@ -1,0 +1,5 @@
+"""``python -m beggar_env.cli``: the ``beggar`` command."""
+
+from . import run
+
+run()

@@ -1,0 +1,363 @@
+"""Nothing lost when two runs share a file, no crash on any number, and every failure one
+clear line with one exit status (2: bad input, found before any work; 1: the run failed
+while working), and nothing left behind by a killed run."""
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import beggar_process, read_only_runner
+
+import beggar_env
+from beggar_env import cli, datasets, files
+from beggar_env.search import finds, search
+
+MAX = 2**63 - 1
+
+
+def beggar(*args, timeout=300, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
+
+
+def one_line(run, status, *words):
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == status, run.stderr
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+class FullDisk:
+    """A file object on a disk with ``room`` bytes left."""
+
+    def __init__(self, file, room):
+        self.file, self.room = file, room
+
+    def write(self, data):
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.file.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """Every file that files.replacing writes fails once ``room`` bytes are written."""
+    real = os.fdopen
+
+    def small(room):
+        monkeypatch.setattr(files.os, "fdopen", lambda fd, mode: FullDisk(real(fd, mode), room))
+
+    return small
+
+
+# ---------------------------------------------------------------- two writers
+
+
+def test_a_second_search_on_a_file_in_use_is_refused_at_once(tmp_path):
+    out = tmp_path / "finds.jsonl"
+    search(2, deals=20, seed=1, out=out)
+    before = out.read_text()
+    with files.exclusive(str(out)):  # another run holds it
+        with pytest.raises(files.InUse, match=f"{out} is being written by another run .process {os.getpid()}"):
+            search(2, deals=20, seed=2, out=out, resume=True)
+    assert out.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["finds.jsonl"]
+    search(2, deals=20, seed=2, out=out, resume=True)  # free again: the lock went with its run
+    assert [json.loads(line)["seed"] for line in out.read_text().splitlines()[1:3]] == [1, 2]
+
+
+def test_two_search_commands_on_one_file_one_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "finds.jsonl"
+    first = beggar_process("search", "--minutes", "0.25", "--seed", "11", "--out", str(out), "--no-progress")
+    deadline = time.time() + 120
+    while not (tmp_path / ".finds.jsonl.lock").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    second = beggar("search", "--minutes", "0.05", "--seed", "12", "--out", str(out), "--resume", "--no-progress")
+    one_line(second, 2, "is being written by another run")
+    assert first.wait(timeout=120) == 0, first.stderr.read()
+    runs = [json.loads(line) for line in out.read_text().splitlines() if '"kind": "run"' in line]
+    assert [run["seed"] for run in runs] == [11] and runs[0]["deals_done"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["finds.jsonl"]  # the lock file went too
+
+
+# ------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["dataset", "--games", "5", "--samples", str(2**63), "--out", "d"], ["--samples"]),
+        (["dataset", "--games", "5", "--samples", str(2**64), "--out", "d"], ["--samples"]),
+        (["dataset", "--games", "5", "--samples", str(2**31), "--out", "d.npz"], ["--samples"]),
+        (["simulate", "--games", str(2**63)], ["--games", "9,223,372,036,854,775,807"]),
+        (["simulate", "--games", "5_0"], ["--games", "5_0"]),
+        (["simulate", "--games", "５"], ["--games"]),
+        (["search", "--deals", str(2**63), "--out", "f.jsonl"], ["--deals"]),
+        (["search", "--walk-steps", str(2**63), "--out", "f.jsonl"], ["--walk-steps"]),
+        (["search", "--minutes", "1_0", "--out", "f.jsonl"], ["--minutes"]),
+        (["simulate", "--games", "10", "--out", "x" * 300], ["too long"]),
+    ],
+)
+def test_counts_are_bounded_and_written_in_plain_digits(tmp_path, args, words):
+    one_line(beggar(*args, cwd=tmp_path), 2, *words)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_sample_counts_are_bounded_in_the_api_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="samples must be"):
+        datasets.shards.generate(tmp_path / "d", 3, samples=2**63 - 1)  # segfaulted
+    with pytest.raises(MemoryError, match="samples of one game"):
+        datasets.shards.generate(tmp_path / "d", 3, samples=2**31 - 1)
+    with pytest.raises(MemoryError, match="samples of 5 games"):
+        datasets.generate(5, samples=2**31 - 1)  # refused before playing
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["False", 0, 1, None, np.array([True])])
+def test_switches_take_bools_only(value):
+    with pytest.raises(TypeError, match="detect_cycles must be True or False"):
+        beggar_env.simulate(3, detect_cycles=value)
+    with pytest.raises(TypeError, match="detect_cycles must be True or False"):
+        beggar_env.play("-A/-Q", detect_cycles=value)
+    with pytest.raises(TypeError, match="game_weights must be True or False"):
+        datasets.shards.Job.of(3, game_weights=value)
+    assert beggar_env.play("-A/-Q", detect_cycles=np.bool_(False)) == beggar_env.play("-A/-Q")
+
+
+def test_a_probability_forecast_is_numbers():
+    env = gym.make("Beggar-v0", forecast="probs")
+    env.reset(seed=1)
+    for bad in (["2", "1", "1"], "2", [2**64, 1, 1], [True, False, False]):
+        with pytest.raises(ValueError, match="action: a 'probs' forecast is numbers"):
+            env.step(bad)
+    assert env.step([2, 1, 1])[4]["cards"] == 1
+
+
+def test_one_seed_rule_for_every_entry_point():
+    env = gym.make("Beggar-v0")
+    assert env.reset(seed=np.int64(7))[0]["hand_sizes"].tolist() == env.reset(seed=7)[0]["hand_sizes"].tolist()
+    first = [env.step(0)[4]["cards"] for _ in range(3)]
+    env.reset(seed=np.uint64(7))
+    assert [env.step(0)[4]["cards"] for _ in range(3)] == first
+    for bad, error in ((-1, ValueError), (2**64, ValueError), ("7", TypeError), (7.0, TypeError)):
+        with pytest.raises(error, match="seed must be"):
+            env.reset(seed=bad)
+        with pytest.raises(error, match="seed must be"):
+            beggar_env.simulate(3, seed=bad)
+
+
+def test_paths_and_splits_are_checked(tmp_path):
+    with pytest.raises(TypeError, match="path must be a path"):
+        datasets.load(2**63)  # was taken for a file descriptor
+    datasets.shards.generate(tmp_path / "d", 20, seed=1, split="a=0.5,b=0.5")
+    with pytest.raises(ValueError, match="at least one split"):
+        list(datasets.batches(tmp_path / "d", split=[]))  # yielded nothing
+    with pytest.raises(TypeError, match="columns must be"):
+        list(datasets.batches(tmp_path / "d", columns="label"))
+
+
+def test_sb3_seeds_do_not_wrap():
+    pytest.importorskip("stable_baselines3")
+    from beggar_env.envs import sb3
+
+    envs = sb3.make(2)
+    with pytest.raises(ValueError, match="seed must be between 0 and 18,446,744,073,709,551,614"):
+        envs.seed(2**64 - 1)  # env 1 would get 2**64: 0 in a uint64
+    with pytest.raises(TypeError, match="flatten must be True or False"):
+        sb3.make(2, flatten="no")
+    assert envs.seed(2**64 - 2) == [2**64 - 2, 2**64 - 1]
+
+
+# ------------------------------------------------------- one line, one status
+
+
+def test_a_resumed_file_whose_deal_does_not_replay_is_one_line_naming_it(tmp_path):
+    out = tmp_path / "f.jsonl"
+    search(2, deals=50, seed=3, out=out)
+    lines = out.read_text().splitlines()
+    number, record = next((n, json.loads(t)) for n, t in enumerate(lines, 1) if '"kind": "deal"' in t)
+    record["cards"] += 1
+    lines[number - 1] = json.dumps(record)
+    out.write_text("\n".join(lines) + "\n")
+    run = beggar("search", "--deals", "60", "--seed", "3", "--out", str(out), "--resume", "--no-progress")
+    one_line(run, 2, f"{out}:{number}", record["deal"], f"cards {record['cards']}", "but it plays")
+    with pytest.raises(ValueError, match=f":{number}: the file records"):
+        finds.FindsFile.read(out)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--x"], ["unrecognised arguments: '--x'"]),
+        (["play", "-A/-----", "extra"], ["unrecognised arguments: 'extra'"]),
+        (["simulate", "--out", "x.txt"], ["x.txt", ".npz"]),
+    ],
+)
+def test_usage_errors_are_one_line(tmp_path, args, words):
+    one_line(beggar(*args, cwd=tmp_path), 2, *words)
+
+
+def test_the_exit_statuses_are_in_the_help():
+    run = beggar("--help")
+    assert run.returncode == 0 and "exit status: 0 done; 2 bad input" in run.stdout and "1 the run failed" in run.stdout
+
+
+def test_the_command_module_imports_no_numpy_so_ctrl_c_is_handled_from_the_start():
+    code = "import sys, beggar_env.cli; print(sorted({'numpy', 'numba'} & set(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stderr
+
+
+def test_ctrl_c_while_the_package_loads_is_one_line():
+    code = (
+        "import builtins, sys\n"
+        "real = builtins.__import__\n"
+        "def importing(name, *args, **kwargs):\n"
+        "    if name == 'numpy':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = importing\n"
+        "from beggar_env.cli import main\n"
+        "sys.exit(main(['simulate', '--games', '1']))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 130 and run.stderr.strip() == "beggar: interrupted", run.stderr
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["simulate", "--games", "100", "--seed", "1", "--out", "r.npz", "--no-progress"], "r.npz"),
+        (["dataset", "--games", "50", "--seed", "1", "--out", "d.npz", "--no-progress"], "d.npz"),
+        (["search", "--deals", "200", "--seed", "1", "--out", "f.jsonl", "--no-progress"], "f.jsonl"),
+    ],
+)
+def test_a_full_disk_is_status_1_and_names_the_file_in_every_command(
+    tmp_path, monkeypatch, capsys, full_disk, args, name
+):
+    monkeypatch.chdir(tmp_path)
+    full_disk(100)
+    assert cli.main(args) == 1
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "preparing the compiled" not in line]
+    assert len(err) == 1 and "No space left on device" in err[0] and f"writing {name} failed" in err[0], err
+    assert list(tmp_path.iterdir()) == []  # no partial file either
+
+
+def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp_path, full_disk):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    from beggar_env.forecasting import baselines
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        started = time.perf_counter()
+        run = subprocess.run(
+            [
+                *read_only_runner(),
+                sys.executable,
+                "-m",
+                "beggar_env.cli",
+                "baselines",
+                "--quick",
+                "--out",
+                str(locked / "r"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        one_line(run, 2, "--out", "cannot write in")
+        assert time.perf_counter() - started < 60  # before the study (80 s), not after it
+    finally:
+        locked.chmod(0o755)
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "results.json").write_text('{"earlier": "results"}')
+    full_disk(10)
+    with pytest.raises(OSError, match="writing .*results.json failed: No space left on device"):
+        baselines.write({"players": {}, "protocol": {"test_games": 1}}, good, "a command")
+    assert (good / "results.json").read_text() == '{"earlier": "results"}'  # the previous good file stays
+    assert sorted(p.name for p in good.iterdir()) == ["results.json"]
+
+
+def test_an_unreachable_ray_cluster_is_one_line_within_seconds():
+    pytest.importorskip("ray")
+    started = time.perf_counter()
+    run = beggar("simulate", "--games", "10", "--ray", "127.0.0.1:9", timeout=120)
+    one_line(run, 1, "cannot reach the Ray cluster at 127.0.0.1:9")
+    assert time.perf_counter() - started < 60
+
+
+# ------------------------------------------------------------ nothing behind
+
+
+def dead_pid():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_killed_runs_temporary_files_and_folders_go_at_the_next_run(tmp_path, monkeypatch):
+    pid = dead_pid()
+    stale = tmp_path / f".r.npz.{pid}.abcdefgh.partial"
+    stale.write_bytes(b"half a file")
+    alive = tmp_path / f".r.npz.{os.getpid()}.ijklmnop.partial"  # this process's own: not stale
+    alive.write_bytes(b"being written")
+    files.save_npz(tmp_path / "r.npz", x=np.arange(3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name, "r.npz"]
+    monkeypatch.setattr(files.tempfile, "gettempdir", lambda: str(tmp_path))
+    left = tmp_path / f"beggar-env-warmup-{pid}.qrstuvwx"
+    left.mkdir()
+    with files.scratch_folder("warmup") as folder:
+        assert os.path.isdir(folder) and not left.exists()
+    assert not os.path.exists(folder)
+
+
+def test_a_local_ray_leaves_no_session_folder(tmp_path, monkeypatch):
+    pytest.importorskip("ray")
+    import ray
+
+    from beggar_env import distributed
+
+    if ray.is_initialized():
+        pytest.skip("a Ray is running in this process")
+    monkeypatch.setattr(distributed.tempfile, "gettempdir", lambda: str(tmp_path))
+    results = beggar_env.simulate(20, seed=3, backend="ray")
+    assert (results.cards == beggar_env.simulate(20, seed=3).cards).all()
+    assert not ray.is_initialized() and list(tmp_path.iterdir()) == []
+
+
+def test_a_ray_workers_own_error_arrives_as_itself_in_one_line(ray_cluster):
+    from beggar_env import distributed
+
+    class Failing:  # defined here: Ray sends it to the workers by value
+        def warm(self):
+            return None
+
+        def run(self, number):
+            raise OSError(errno.ENOSPC, f"writing shard {number} failed: No space left on device")
+
+    with distributed.Workers(Failing()) as workers:
+        with pytest.raises(OSError) as raised:
+            list(workers.unordered([(7,)]))
+    assert type(raised.value) is OSError and raised.value.errno == errno.ENOSPC
+    assert str(raised.value) == "[Errno 28] writing shard 7 failed: No space left on device"
