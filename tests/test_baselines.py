@@ -81,15 +81,14 @@ def test_outputs_are_written(study):
     tables = (out / "tables.md").read_text()
     assert "## 2 players" in tables and "| oracle | 1.000 (1.000-1.000)" in tables and "## Game statistics" in tables
     bayes = next(r for r in results["players"]["2"]["reports"] if r["forecaster"].startswith("Bayes"))
-    by_slice = [f"{bayes['slices'][name]['accuracy']['value']:.3f}" for name in bayes["slices"]]
+    by_slice = [bayes["slices"][name]["accuracy"] for name in bayes["slices"]]
+    cells = [f"{s['value']:.3f} ({s['ci95'][0]:.3f}-{s['ci95'][1]:.3f})" for s in by_slice]  # every slice's interval
     game_weighted = f"{bayes['slices']['all']['accuracy']['game_weighted']:.3f}"
-    assert f"| {bayes['forecaster']} | {' | '.join(by_slice)} | {game_weighted} |" in tables
+    assert f"| {bayes['forecaster']} | {' | '.join(cells)} | {game_weighted} |" in tables
     assert "| progress Q1 | progress Q2 | progress Q3 | progress Q4 | open | all, game-weighted |" in tables
+    assert "| most cards - seat prior | " in tables and "The Bayes forecaster by its rollouts per position" in tables
     assert {p.name for p in written} == {
-        "by_cards_2p.png",
-        "by_cards_3p.png",
-        "reliability_2p.png",
-        "reliability_3p.png",
+        *(f"{kind}_{n}p.png" for kind in ("by_cards", "reliability", "reliability_by_outcome") for n in (2, 3)),
         "game_lengths.png",
     }
     assert all(p.stat().st_size > 10_000 for p in written)
@@ -104,7 +103,7 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy))
     more = copy.deepcopy(results)
-    baselines.add_policies(more, [path])
+    baselines.add_reports(more, [path])
     names = [r["forecaster"] for r in more["players"]["2"]["reports"]]
     assert names[-2:] == ["a policy", "oracle"] and len(names) == len(results["players"]["2"]["reports"]) + 1
     added = more["players"]["2"]["reports"][-2]
@@ -112,15 +111,16 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**policy, "games": 7}))
     with pytest.raises(ValueError, match="test set"):
-        baselines.add_policies(copy.deepcopy(results), [wrong])
+        baselines.add_reports(copy.deepcopy(results), [wrong])
     old = tmp_path / "old.json"  # a report from before the curves were part of it
     old.write_text(json.dumps({k: v for k, v in policy.items() if k not in ("by_cards", "reliability")}))
     with pytest.raises(ValueError, match="lacks reliability, by_cards"):
-        baselines.add_policies(copy.deepcopy(results), [old])
+        baselines.add_reports(copy.deepcopy(results), [old])
 
 
 def test_a_policy_report_is_checked_before_the_study_runs(tmp_path):
     report = {key: 0 for key in ev.REPORT_KEYS if key != "by_cards"}
+    report.update(format=ev.REPORT_FORMAT, protocol_version=ev.PROTOCOL_VERSION, test_seed=ev.TEST_SEED)
     (tmp_path / "old.json").write_text(json.dumps(report))
     (tmp_path / "other.json").write_text(json.dumps({**report, "by_cards": {}, "n_players": 2, "games": 7}))
     (tmp_path / "bad.json").write_text("{not json")
@@ -140,7 +140,8 @@ def test_a_policy_report_is_checked_before_the_study_runs(tmp_path):
     "args, word",
     [
         (["--out", __file__], "is a file"),
-        (["--policy", "/no/such.json"], "--policy"),
+        (["--policy", "/no/such.json"], "--forecaster"),
+        (["--forecaster", "/no/such.json"], "--forecaster"),
         (["--players", "5"], "--players"),
     ],
 )

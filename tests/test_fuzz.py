@@ -382,6 +382,7 @@ def stored(tmp_path_factory):
 def test_arbitrary_values_are_refused_by_name_or_work(name, call, good, arg, value, stored):
     assume(not costly(arg, value))
     assume(not (arg == "progress" and callable(value)))  # a callback's own errors are its author's
+    assume(not (arg == "test" and checks.is_integer(value) and 2 <= value <= 4))  # the published test set: work
     assume(not (arg == "backend" and isinstance(value, str) and value == "ray"))
     kwargs = dict(good)
     for key, given_value in kwargs.items():

@@ -155,11 +155,14 @@ def build_parser():
     )
     b.add_argument("--out", default="baselines", metavar="DIR", help="folder for the results (default ./baselines)")
     b.add_argument(
+        "--forecaster",
         "--policy",
+        dest="reports",
         action="append",
         default=[],
         metavar="FILE.json",
-        help="a policy's report (beggar_env.forecasting.evaluate_policy on the same test set) to add as a row",
+        help="a forecaster's or policy's report (Report.save of beggar_env.forecasting.evaluate on the published "
+        "test set) to add as a row; again for more",
     )
     b.add_argument(
         "--seed",
@@ -493,13 +496,13 @@ def _cmd_baselines(args):
     if args.redraw:
         return _redraw(baselines, out)
     protocol = baselines.QUICK if args.quick else baselines.FULL
-    for path in args.policy:
+    for path in args.reports:
         if not os.path.isfile(path):
-            raise UsageError(f"beggar baselines: --policy: no such file: {path}")
+            raise UsageError(f"beggar baselines: --forecaster: no such file: {path}")
         try:
-            baselines.read_policy(path, protocol, args.players)
+            baselines.read_report(path, protocol, args.players)
         except ValueError as error:
-            raise UsageError(f"beggar baselines: --policy: {error}") from None
+            raise UsageError(f"beggar baselines: --forecaster: {error}") from None
 
     def stage(name, unit):
         bar = tqdm(
@@ -518,7 +521,7 @@ def _cmd_baselines(args):
         f" --players {' '.join(map(str, args.players))}" if args.players != [2, 3, 4] else "") + (
         f" --seed {args.seed}" if args.seed else "")  # fmt: skip
     started = time.perf_counter()
-    results = baselines.run(tuple(args.players), protocol, args.seed, args.threads, args.policy, stage)
+    results = baselines.run(tuple(args.players), protocol, args.seed, args.threads, args.reports, stage)
     written = baselines.write(results, out, command)
     for n, block in results["players"].items():
         print(f"\n{n} players: {block['positions']:,} test positions ({block['open_positions']:,} open)")

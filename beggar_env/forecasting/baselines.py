@@ -37,10 +37,13 @@ class Protocol:
     bootstrap: int
     trees: int  # boosting iterations of the gradient-boosted trees (at most: early stopping)
     epochs: int  # of the MLP (at most: early stopping)
+    bayes_sweep: tuple = ()  # more Ks of the Bayes forecaster, for the first player count
 
 
-FULL = Protocol(2000, 20_000, 8, 10**6, 10**6, 256, 1000, trees=200, epochs=40)
-QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20)
+FULL = Protocol(
+    ev.PUBLISHED_GAMES, 20_000, 8, 10**6, 10**6, 256, 1000, trees=200, epochs=40, bayes_sweep=(16, 64, 1024)
+)
+QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20, bayes_sweep=(8,))
 TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
 
 
@@ -77,7 +80,7 @@ def game_statistics(n_players, games, seed, progress=_ignore):
     return out
 
 
-def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, unit: _ignore):
+def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, unit: _ignore, first_players=2):
     """Train and evaluate every baseline for one player count. ``stage(name, unit)`` returns
     the progress callback of a long stage: each forecaster's forecasts (counting positions),
     the game statistics (counting games)."""
@@ -101,23 +104,79 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, un
         epochs=protocol.epochs,
     )
     for forecaster in chosen:
-        began = time.perf_counter()
-        with warnings.catch_warnings():  # the protocol caps the iterations (trees, epochs) on purpose
-            warnings.filterwarnings("ignore", category=UserWarning, message=".*(converge|Maximum iterations).*")
-            forecaster.fit(train)
-        fit_seconds = time.perf_counter() - began
-        probs, seconds = ev.forecast(forecaster, test, stage(forecaster.name, "pos"))
-        reports.append({**ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap), "fit_s": fit_seconds})
+        reports.append(_evaluate(forecaster, train, test, protocol, stage))
     _add_gaps(reports, reports)
+    sweep = []
+    if n_players == first_players:
+        for k in protocol.bayes_sweep:
+            sweep.append(_evaluate(fc.BayesMC(n_players, k=k, seed=seed), train, test, protocol, stage))
+    bayes = next(r for r in reports if r["forecaster"] == _bayes(protocol))
+    agreed = bayes.scores["confidence"] >= _determined_probability(protocol.bayes_k, n_players) - 1e-12
     return {
         "n_players": n_players,
         "reports": reports,
+        "open_unanimous": float(agreed[test.slices["open"]].mean()),  # open, yet every rollout agreed
+        "paired": [_paired(worse, better) for worse, better in zip(reports, reports[1:])],
+        "bayes_sweep": _sweep_rows([*sweep, bayes], test),
         "positions": len(test.labels),
         "open_positions": int(test.slices["open"].sum()),
         "train_samples": len(train),
         "game_statistics": game_statistics(n_players, protocol.stats_games, seed, stage("game statistics", "game")),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _evaluate(forecaster, train, test, protocol, stage):
+    began = time.perf_counter()
+    with warnings.catch_warnings():  # the protocol caps the iterations (trees, epochs) on purpose
+        warnings.filterwarnings("ignore", category=UserWarning, message=".*(converge|Maximum iterations).*")
+        forecaster.fit(train)
+    fit_seconds = time.perf_counter() - began
+    probs, seconds = ev.predict(forecaster, test, stage(forecaster.name, "pos"))
+    result = ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap, forecaster.observation)
+    result["fit_s"] = fit_seconds
+    return result
+
+
+def _bayes(protocol):
+    return fc.BayesMC(k=protocol.bayes_k).name
+
+
+def _determined_probability(k, n_players):
+    """The Bayes forecaster's probability of the outcome every one of its K rollouts gave."""
+    alpha = fc.BayesMC.ALPHA
+    return (k + alpha) / (k + (n_players + 1) * alpha)
+
+
+def _paired(worse, better):
+    """The next row against this one, on the same positions (differences: next - this)."""
+    difference = ev.compare(better, worse)
+    return {
+        "this": worse["forecaster"],
+        "next": better["forecaster"],
+        **{name: difference[name] for name in ("all", "open") if name in difference},
+    }
+
+
+def _sweep_rows(reports, test):
+    """The Bayes forecaster's figures for each K, and the log-loss floor of its smoothing at
+    the positions the table determines (played once, counted K times: -ln((K+a)/(K+n a)))."""
+    determined = ~test.slices["open"]
+    rows = []
+    for result in sorted(reports, key=lambda r: int(r["forecaster"].split("K=")[1].rstrip(")"))):
+        k = int(result["forecaster"].split("K=")[1].rstrip(")"))
+        rows.append(
+            {
+                "k": k,
+                "accuracy": result["slices"]["all"]["accuracy"]["value"],
+                "log_loss": result["slices"]["all"]["log_loss"]["value"],
+                "log_loss_open": result["slices"]["open"]["log_loss"]["value"],
+                "log_loss_determined": float(result.scores["log_loss"][determined].mean()),
+                "floor": float(-np.log(_determined_probability(k, test.n_players))),
+                "forecasts_per_s": result["forecasts_per_s"],
+            }
+        )
+    return rows
 
 
 def _add_gaps(reports, among):
@@ -128,9 +187,9 @@ def _add_gaps(reports, among):
         result["gap_closed"] = {s: ev.gap_closed(result, prior, bayes, s) for s in ("all", "open")}
 
 
-def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), stage=lambda name, unit: _ignore):
-    """The whole study; ``policies`` are extra reports (JSON files written from
-    ``protocol.evaluate_policy`` on the same test set) added as rows."""
+def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, reports=(), stage=lambda name, unit: _ignore):
+    """The whole study; ``reports`` are more rows: report files (``Report.save``, from
+    ``beggar_env.forecasting.evaluate`` or ``evaluate_policy``) of the same test set."""
     require_extras()
     results = {
         "protocol": asdict(protocol),
@@ -140,26 +199,16 @@ def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, policies=(), sta
         "players": {},
     }
     for n in players:
-        results["players"][str(n)] = run_players(n, protocol, seed, threads, stage)
-    add_policies(results, policies)
+        results["players"][str(n)] = run_players(n, protocol, seed, threads, stage, first_players=players[0])
+    add_reports(results, reports)
     return results
 
 
-def read_policy(path, protocol, players):
-    """A policy's report (a JSON file of ``protocol.evaluate_policy``), checked to be a
-    whole report of this protocol's test set for one of ``players``: ``ValueError`` saying
-    what is wrong, before any work is done."""
-    try:
-        report = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: not a readable JSON report ({error})") from None
-    if not isinstance(report, dict):
-        raise ValueError(f"{path}: not a report of beggar_env.forecasting.evaluate_policy")
-    missing = [key for key in ev.REPORT_KEYS if key not in report]
-    if missing:
-        raise ValueError(
-            f"{path}: the report lacks {', '.join(missing)} (written by an older version?): evaluate the policy again"
-        )
+def read_report(path, protocol, players):
+    """A forecaster's or policy's report (a JSON file of ``Report.save``, from
+    ``beggar_env.forecasting.evaluate``), checked to be a whole report of this protocol's
+    test set for one of ``players``: ``ValueError`` saying what is wrong, before any work."""
+    report = ev.Report.load(path)
     if report["n_players"] not in players or report["games"] != protocol.test_games:
         raise ValueError(
             f"{path}: a report of {report['games']} {report['n_players']}-player test games, not of this protocol's "
@@ -168,12 +217,12 @@ def read_policy(path, protocol, players):
     return report
 
 
-def add_policies(results, paths):
-    """Add policy reports (JSON files of ``protocol.evaluate_policy`` on the same test set)
+def add_reports(results, paths):
+    """Add forecasters' or policies' reports (``Report.save`` files on the same test set)
     as rows, before the oracle."""
-    protocol = Protocol(**results["protocol"])
+    protocol = Protocol(**{**results["protocol"], "bayes_sweep": tuple(results["protocol"].get("bayes_sweep", ()))})
     for path in paths:
-        report = read_policy(path, protocol, [int(n) for n in results["players"]])
+        report = read_report(path, protocol, [int(n) for n in results["players"]])
         block = results["players"][str(report["n_players"])]
         _add_gaps([report], block["reports"])
         block["reports"].insert(-1, report)
@@ -226,7 +275,11 @@ def table_rows(block):
             row[f"accuracy {slice_name}"] = _value(report, slice_name, "accuracy")
         row["brier"] = _value(report, "all", "brier")
         row["ece"] = report["slices"]["all"]["ece"]
+        row["classwise ece"] = report["calibration"]["classwise_ece"]
         row["gap closed"] = report["gap_closed"]["all"]["log_loss"]
+        row["gap closed, accuracy"] = report["gap_closed"]["all"]["accuracy"]
+        row["gap closed open"] = report["gap_closed"]["open"]["log_loss"]
+        row["gap closed open, accuracy"] = report["gap_closed"]["open"]["accuracy"]
         row["forecasts/s"] = report["forecasts_per_s"]
         rows.append(row)
     return rows
@@ -239,20 +292,29 @@ def _markdown(header, rows):
     return "\n".join(lines)
 
 
+def _with_interval(figure):
+    low, high = figure["ci95"]
+    return f"{figure['value']:.3f} ({low:.3f}-{high:.3f})"
+
+
 def markdown_table(block):
-    header = ["forecaster", "accuracy (95% CI)", "log loss", "Brier", "ECE"]
-    header += [f"acc. / log loss, {s}" for s in TABLE_SLICES[1:]] + ["gap closed (log loss)", "forecasts/s"]
+    header = ["forecaster", "accuracy (95% CI)", "log loss (95% CI)", "Brier", "ECE", "class-wise ECE"]
+    header += [f"acc. / log loss, {s}" for s in TABLE_SLICES[1:]]
+    header += ["gap closed, acc. / log loss", "gap closed open, acc. / log loss", "forecasts/s"]
     rows = []
-    for row in table_rows(block):
+    for report, row in zip(block["reports"], table_rows(block)):
+        figures = report["slices"]["all"]
         rows.append(
             [
                 row["forecaster"],
-                f"{row['accuracy']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f})",
-                f"{row['log loss all']:.3f}",
+                _with_interval(figures["accuracy"]),
+                _with_interval(figures["log_loss"]),
                 f"{row['brier']:.3f}",
                 f"{row['ece']:.3f}",
+                f"{row['classwise ece']:.3f}",
                 *(f"{row[f'accuracy {s}']:.3f} / {row[f'log loss {s}']:.3f}" for s in TABLE_SLICES[1:]),
-                f"{row['gap closed']:.2f}",
+                f"{row['gap closed, accuracy']:.2f} / {row['gap closed']:.2f}",
+                f"{row['gap closed open, accuracy']:.2f} / {row['gap closed open']:.2f}",
                 f"{row['forecasts/s']:,.0f}",
             ]
         )
@@ -260,18 +322,55 @@ def markdown_table(block):
 
 
 def slices_table(block, metric="accuracy"):
-    """``metric`` of every forecaster on every slice of the protocol (position-weighted),
-    and over all positions game-weighted (each game counts once)."""
+    """``metric`` of every forecaster on every slice of the protocol (position-weighted,
+    with its 95% interval over resampled games), and over all positions game-weighted
+    (each game counts once)."""
     names = list(block["reports"][0]["slices"])
     rows = [
         [
             report["forecaster"],
-            *(f"{_value(report, name, metric):.3f}" for name in names),
+            *(_with_interval(report["slices"][name][metric]) for name in names),
             f"{report['slices']['all'][metric]['game_weighted']:.3f}",
         ]
         for report in block["reports"]
     ]
     return _markdown(["forecaster", *names, "all, game-weighted"], rows)
+
+
+def paired_table(block):
+    """Each row of the table against the one above it, on the same positions: the
+    difference (next - this) of accuracy and log loss, with its 95% interval over the
+    same resampled games."""
+    rows = []
+    for pair in block.get("paired", []):
+        cells = [f"{pair['next']} - {pair['this']}"]
+        for name in ("all", "open"):
+            for metric in ("accuracy", "log_loss"):
+                figure = pair[name][metric]
+                low, high = figure["ci95"]
+                cells.append(f"{figure['difference']:+.3f} ({low:+.3f} to {high:+.3f})")
+        rows.append(cells)
+    header = ["difference", "accuracy", "log loss", "accuracy, open", "log loss, open"]
+    return _markdown(header, rows)
+
+
+def sweep_table(block):
+    """The Bayes forecaster by its number of rollouts K, with the log-loss floor its
+    smoothing puts on the positions the table determines."""
+    rows = [
+        [
+            f"{row['k']:,}",
+            f"{row['accuracy']:.3f}",
+            f"{row['log_loss']:.4f}",
+            f"{row['log_loss_open']:.4f}",
+            f"{row['log_loss_determined']:.4f}",
+            f"{row['floor']:.4f}",
+            f"{row['forecasts_per_s']:,.0f}",
+        ]
+        for row in block.get("bayes_sweep", [])
+    ]
+    header = ["K", "accuracy", "log loss", "log loss, open", "log loss, determined", "floor, determined", "forecasts/s"]
+    return _markdown(header, rows)
 
 
 def statistics_table(results):
@@ -331,14 +430,21 @@ def write(results, out, command):
         parts += [
             f"\n## {n} players\n",
             f"{block['positions']:,} test positions ({block['open_positions']:,} open) of "
-            f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples.\n",
+            f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples; at "
+            f"{block['open_unanimous']:.1%} of the open positions every one of the Bayes forecaster's rollouts "
+            "gave the same outcome.\n",
             markdown_table(block),
             "\nEvery slice (cards played so far; progress quartile, cards so far / the game's length; open"
-            " positions), position-weighted, and all positions game-weighted. Accuracy:\n",
+            " positions), position-weighted with its 95% interval, and all positions game-weighted. Accuracy:\n",
             slices_table(block, "accuracy"),
             "\nLog loss:\n",
             slices_table(block, "log_loss"),
+            "\nEach row against the row above it, on the same positions (95% intervals over the same resampled"
+            " games):\n",
+            paired_table(block),
         ]
+        if len(block.get("bayes_sweep", [])) > 1:
+            parts += ["\nThe Bayes forecaster by its rollouts per position, K:\n", sweep_table(block)]
     _write_text(out / "tables.md", "\n".join(parts) + "\n")
     return draw(results, out)
 
@@ -393,6 +499,7 @@ def draw(results, out):
         ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
         ax.legend(fontsize=6)
         written.append(_save(fig, out / f"reliability_{n}p.png"))
+        written.append(_draw_outcomes(plt, colors, n, block, out))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for n, block in results["players"].items():
         counts = np.asarray(block["game_statistics"]["histogram_cards"], float)
@@ -411,6 +518,22 @@ def draw(results, out):
     ax.legend()
     written.append(_save(fig, out / "game_lengths.png"))
     return written
+
+
+def _draw_outcomes(plt, colors, n, block, out):
+    """Each outcome's reliability: its forecast probability against how often it came true."""
+    outcomes = ev.outcome_names(int(n))
+    fig, axes = plt.subplots(1, len(outcomes), figsize=(4.2 * len(outcomes), 4.4), squeeze=False)
+    for ax, outcome in zip(axes[0], outcomes):
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+        for report, color in zip(block["reports"], colors):
+            curve, name = report["calibration"]["by_outcome"][outcome], report["forecaster"]
+            ax.plot(curve["probability"], curve["frequency"], marker="o", ms=3, label=name, **_style(name, color))
+        ax.set(xlabel=f"forecast probability of {outcome}", ylabel="how often it came true", title=outcome)
+        ax.grid(alpha=0.3)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="center right")
+    fig.suptitle(f"{n} players: reliability of each outcome (quantile bins; class-wise ECE in the table)")
+    return _save(fig, out / f"reliability_by_outcome_{n}p.png", rect=(0, 0, 0.84, 1))
 
 
 def _save(fig, path, rect=None):

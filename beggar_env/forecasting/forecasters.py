@@ -174,25 +174,47 @@ class CalibratedMostCards(Forecaster):
         return probs
 
 
+HELD_OUT = 0.1  # of a training set's games: the validation games of the learned baselines' early stopping
+
+
+def held_out_games(dataset, fraction=HELD_OUT, seed=0):
+    """A boolean mask of the samples of a random ``fraction`` of the dataset's games: early
+    stopping validates on whole games never trained on, not on positions of games whose
+    other positions are in the training part (they would pass for the same game)."""
+    games = np.unique(dataset.game)
+    chosen = np.random.default_rng(seed).permutation(games)[: max(1, int(round(fraction * len(games))))]
+    return np.isin(dataset.game, chosen)
+
+
 class Learned(Forecaster):
     """A scikit-learn classifier on the features of :mod:`beggar_env.forecasting.features` for an
     ``observation`` level ("public" or "counted").
 
     ``model`` is any classifier with ``fit`` and ``predict_proba`` (a pipeline too); the
-    outcomes missing from the training labels get probability 0.
+    outcomes missing from the training labels get probability 0. ``early_stopping``, if
+    given, is ``early_stopping(model, X, y, X_val, y_val)``: it trains on ``X`` and stops
+    on the held-out games ``X_val`` (:func:`held_out_games`); without it the model trains on
+    every game.
     """
 
-    def __init__(self, n_players=2, model=None, observation="public", name=None):
+    def __init__(self, n_players=2, model=None, observation="public", name=None, early_stopping=None, seed=0):
         super().__init__(n_players)
         self.observation = checks.choice("observation", observation, tuple(features.FEATURES))
         if model is None or not hasattr(model, "predict_proba"):
             raise TypeError("model must be a scikit-learn classifier (with fit and predict_proba)")
         self.model = model
         self.name = name or f"{type(model).__name__} ({observation})"
+        self.early_stopping = checks.callback("early_stopping", early_stopping)
+        self.seed = seed
 
     def fit(self, dataset):
         _check_dataset(self, dataset)
-        self.model.fit(features.FEATURES[self.observation](dataset.fields), dataset.label)
+        X, y = features.FEATURES[self.observation](dataset.fields), dataset.label
+        if self.early_stopping is None:
+            self.model.fit(X, y)
+        else:
+            held = held_out_games(dataset, seed=self.seed)
+            self.early_stopping(self.model, X[~held], y[~held], X[held], y[held])
         self.trained_on_seed = dataset.seed
         return self
 
@@ -205,7 +227,7 @@ class Learned(Forecaster):
 
 
 def logistic_regression(n_players=2, observation="public", seed=0):
-    """Multinomial logistic regression on standardised features."""
+    """Multinomial logistic regression on standardised features (no early stopping)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -214,25 +236,72 @@ def logistic_regression(n_players=2, observation="public", seed=0):
     return Learned(n_players, model, observation, name=f"logistic regression ({observation})")
 
 
+def _boost_until_held_out_games_stop_improving(model, X, y, X_val, y_val):
+    model.fit(X, y, X_val=X_val, y_val=y_val)
+
+
 def gradient_boosting(n_players=2, observation="public", seed=0, max_iter=200):
-    """scikit-learn's HistGradientBoostingClassifier on engineered features."""
+    """scikit-learn's HistGradientBoostingClassifier on engineered features, at most
+    ``max_iter`` trees, stopping when the log loss of the held-out games stops improving."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    model = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=0.1, random_state=seed)
-    return Learned(n_players, model, observation, name=f"gradient-boosted trees ({observation})")
+    model = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=0.1, early_stopping=True, random_state=seed)
+    return Learned(
+        n_players,
+        model,
+        observation,
+        name=f"gradient-boosted trees ({observation})",
+        early_stopping=_boost_until_held_out_games_stop_improving,
+        seed=seed,
+    )
+
+
+PATIENCE = 10  # epochs without a better held-out log loss before the MLP stops
+
+
+def _train_until_held_out_games_stop_improving(model, X, y, X_val, y_val):
+    """Epochs of ``model`` (a scaler, then an MLPClassifier) on ``X`` until the held-out log
+    loss has not improved for :data:`PATIENCE` epochs, at most its ``max_iter``; the best
+    epoch's weights are kept."""
+    import copy
+
+    from sklearn.metrics import log_loss
+
+    scaler, network = model.steps[0][1], model.steps[-1][1]
+    scaler.fit(X)
+    X, X_val = scaler.transform(X), scaler.transform(X_val)
+    classes = np.arange(max(int(y.max(initial=0)), int(y_val.max(initial=0))) + 1)
+    best, best_loss, waited = None, np.inf, 0
+    for _ in range(network.max_iter):
+        network.partial_fit(X, y, classes=classes)
+        loss = log_loss(y_val, network.predict_proba(X_val), labels=classes)
+        if loss < best_loss - 1e-6:
+            best, best_loss, waited = copy.deepcopy(network), loss, 0
+        else:
+            waited += 1
+            if waited >= PATIENCE:
+                break
+    model.steps[-1] = (model.steps[-1][0], best)
 
 
 def mlp(n_players=2, observation="counted", seed=0, max_iter=40):
-    """A small multilayer perceptron (two hidden layers of 64) on standardised features."""
+    """A small multilayer perceptron (two hidden layers of 64) on standardised features, at
+    most ``max_iter`` epochs, stopping when the log loss of the held-out games stops improving."""
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     model = make_pipeline(
-        StandardScaler(),
-        MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=max_iter, early_stopping=True, random_state=seed),
+        StandardScaler(), MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=max_iter, random_state=seed)
     )
-    return Learned(n_players, model, observation, name=f"MLP ({observation})")
+    return Learned(
+        n_players,
+        model,
+        observation,
+        name=f"MLP ({observation})",
+        early_stopping=_train_until_held_out_games_stop_improving,
+        seed=seed,
+    )
 
 
 class BayesMC(Forecaster):
@@ -247,11 +316,16 @@ class BayesMC(Forecaster):
     must be the env's agreed limit.
     """
 
-    name = "Bayes (Monte Carlo)"
     observation = "counted"
     hands_field = "known"
 
-    def __init__(self, n_players=2, k=256, alpha=0.5, seed=0, max_cards=None, threads=None):
+    @property
+    def name(self):
+        return f"Bayes (Monte Carlo, K={self.k})"
+
+    ALPHA = 0.5  # pseudo-counts per outcome
+
+    def __init__(self, n_players=2, k=256, alpha=ALPHA, seed=0, max_cards=None, threads=None):
         super().__init__(n_players)
         self.k = checks.count("k", k, 1)
         self.alpha = checks.number("alpha", alpha, 0)

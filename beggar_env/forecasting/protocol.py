@@ -14,17 +14,28 @@ the env (``docs/forecasting.md`` gives the reasons for each choice).
   of two classes or more (elsewhere the table determines the outcome).
 * Position-weighted means (the primary figure, equal to the env's mean reward per step)
   and game-weighted means (each game's mean, averaged); 95% bootstrap intervals that
-  resample whole games.
+  resample whole games, for every slice; :func:`compare` gives the paired difference of
+  two forecasters on the same positions with the same resampled games.
+* Calibration: the top label's reliability and ECE, and each outcome's (``calibration``).
+
+:func:`evaluate` is the one call: any object with ``predict_proba`` (or a policy, a
+callable that acts in the vector env), and a player count, give a :class:`Report` of the
+published protocol that prints as a row of the published tables and saves as a
+submission file (``beggar baselines --forecaster FILE`` adds it to the tables).
 """
 
+import json
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import checks, datasets
-from ..task import LOG_FLOOR
+from .. import __version__, checks, datasets, files
+from ..task import LOG_FLOOR, Layout
 
+PROTOCOL_VERSION = 2  # changes whenever a figure could change (2: each forecaster reads only its level's fields)
+REPORT_FORMAT = "beggar-env forecast report"
+PUBLISHED_GAMES = 2000  # test games per player count of the published tables
 TEST_SEED = 0x7E57  # test deals: no training set may use this seed (evaluate checks it)
 PHASES = ((0, 26), (26, 52), (52, 104), (104, 208), (208, None))
 METRICS = ("accuracy", "log_loss", "brier")
@@ -61,10 +72,23 @@ class TestSet:
         )
         return cls(n_players, games, seed, max_cards, data)
 
+    @classmethod
+    def published(cls, n_players):
+        """The published tables' test set for ``n_players`` (kept for the next call)."""
+        n_players = checks.n_players(n_players)
+        if _PUBLISHED.get("test") is None or _PUBLISHED["test"].n_players != n_players:
+            _PUBLISHED["test"] = None  # one at a time: 0.5 GB for 2 players
+            _PUBLISHED["test"] = cls.generate(n_players, PUBLISHED_GAMES)
+        return _PUBLISHED["test"]
+
     def observations(self, level):
-        """The test positions as the ``level`` forecaster reads them (a dict of fields)."""
+        """The test positions as the ``level`` forecaster reads them: exactly the fields of
+        that level's observation (a dict), never more (a "public" forecaster does not see
+        what a card-counter knows)."""
+        level = checks.choice("observation", level, ("public", "counted", "full"))
+        names = [name for name, _, _, _ in Layout(self.n_players, level).fields]
         if level != "full":
-            return self.data.fields
+            return {name: self.data.fields[name] for name in names}
         if self._full is None:
             self._full = datasets.generate(
                 self.games,
@@ -74,7 +98,7 @@ class TestSet:
                 seed=self.seed,
                 max_cards=self.max_cards,
             )
-        return self._full.fields
+        return {name: self._full.fields[name] for name in names}
 
     @property
     def labels(self):
@@ -92,6 +116,18 @@ class TestSet:
             masks[f"progress Q{q + 1}"] = (progress >= q / 4) & ((progress < (q + 1) / 4) | (q == 3))
         masks["open"] = (self.data.fields["unseen"] > 0).sum(axis=1) >= 2
         return masks
+
+    def same(self, other):
+        """Whether ``other`` holds the same test positions."""
+        return (self.n_players, self.games, self.seed, self.max_cards) == (
+            other.n_players,
+            other.games,
+            other.seed,
+            other.max_cards,
+        )
+
+
+_PUBLISHED = {}
 
 
 def position_scores(probs, labels):
@@ -155,50 +191,186 @@ def summarise(scores, game, n_games, mask, bootstrap=1000, seed=0):
     return out
 
 
-REPORT_KEYS = ("forecaster", "n_players", "positions", "games", "forecasts_per_s", "slices", "reliability", "by_cards")
+def outcome_names(n_players):
+    """The outcomes' names, in forecast order: each seat, then no winner."""
+    return [*(f"seat {seat}" for seat in range(n_players)), "no winner"]
 
 
-def report(name, probs, test, seconds, bootstrap=1000):
-    """The protocol's report of forecasts ``probs`` (one row per test position): per slice,
-    each metric's value, 95% interval and game-weighted value, and ECE; the reliability
-    diagram and the metrics by cards played (bins of ``CARD_BIN`` cards) of all positions;
-    forecasts per second."""
+def calibration(probs, labels, bins=ECE_BINS):
+    """Each outcome's reliability (quantile bins of its forecast probability: the mean
+    probability, the share of positions where it came true, the size) and the class-wise
+    ECE: the mean over outcomes of each one's |frequency - probability|, weighted by size."""
+    probs = np.asarray(probs, np.float64)
+    probs = probs / probs.sum(axis=1, keepdims=True)
+    curves, errors = {}, []
+    for outcome, name in enumerate(outcome_names(probs.shape[1] - 1)):
+        mean_probability, frequency, sizes = calibration_bins(
+            probs[:, outcome], (labels == outcome).astype(float), bins
+        )
+        curves[name] = {
+            "probability": mean_probability.tolist(),
+            "frequency": frequency.tolist(),
+            "size": sizes.tolist(),
+        }
+        errors.append(float((np.abs(frequency - mean_probability) * sizes).sum() / sizes.sum()))
+    return {"by_outcome": curves, "classwise_ece": float(np.mean(errors))}
+
+
+REPORT_KEYS = (
+    "format",
+    "protocol_version",
+    "forecaster",
+    "observation",
+    "n_players",
+    "positions",
+    "games",
+    "test_seed",
+    "forecasts_per_s",
+    "slices",
+    "reliability",
+    "calibration",
+    "by_cards",
+)
+HEADLINE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
+
+
+class Report(dict):
+    """The protocol's report of one forecaster (a dict, as JSON holds it), with the
+    per-position scores behind it (:attr:`scores`, not saved) for :func:`compare`.
+
+    ``str(report)`` and :meth:`markdown` give the published tables' columns (accuracy and
+    log loss with their 95% intervals, on all positions and the headline slices);
+    :meth:`save` writes the submission file that ``beggar baselines --forecaster FILE``
+    adds to the tables, :meth:`load` reads one.
+    """
+
+    scores = None  # per position: accuracy, log_loss, brier, confidence; and game
+
+    @staticmethod
+    def header():
+        cells = ["forecaster"]
+        for name in HEADLINE_SLICES:
+            where = "" if name == "all" else f", {name}"
+            cells += [f"accuracy{where} (95% CI)", f"log loss{where} (95% CI)"]
+        return cells
+
+    def row(self):
+        cells = [self["forecaster"]]
+        for name in HEADLINE_SLICES:
+            for metric in ("accuracy", "log_loss"):
+                figure = self["slices"][name][metric]
+                low, high = figure["ci95"]
+                cells.append(f"{figure['value']:.3f} ({low:.3f}-{high:.3f})")
+        return cells
+
+    def markdown(self, header=True):
+        """The report as a markdown table row (with the header lines, by default)."""
+        lines = ["| " + " | ".join(self.row()) + " |"]
+        if header:
+            head = self.header()
+            lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *lines]
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.markdown()
+
+    def save(self, path) -> str:
+        """Write the report as a JSON submission file (``.json`` added to a name without a
+        suffix), whole or not at all; return its path."""
+        path = files.output_path(path, ".json", name="path")
+        with files.replacing(path) as f:
+            f.write((json.dumps(self, indent=1) + "\n").encode())
+        return path
+
+    @classmethod
+    def load(cls, path) -> "Report":
+        """A report :meth:`save` wrote, checked to be whole and of this protocol version:
+        ``ValueError`` saying what is wrong."""
+        path = checks.path("path", path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError) as error:
+            raise ValueError(
+                f"{path}: not a readable JSON report ({getattr(error, 'strerror', None) or error})"
+            ) from None
+        if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
+            raise ValueError(f"{path}: not a {REPORT_FORMAT} (write one with beggar_env.forecasting.evaluate)")
+        missing = [key for key in REPORT_KEYS if key not in data]
+        if missing:
+            raise ValueError(f"{path}: the report lacks {', '.join(missing)}: evaluate the forecaster again")
+        if data["protocol_version"] != PROTOCOL_VERSION or data["test_seed"] != TEST_SEED:
+            raise ValueError(
+                f"{path}: a report of protocol version {data['protocol_version']} (test seed {data['test_seed']}); "
+                f"this is version {PROTOCOL_VERSION} (test seed {TEST_SEED}): evaluate the forecaster again"
+            )
+        return cls(data)
+
+
+def report(name, probs, test, seconds, bootstrap=1000, observation="public"):
+    """The protocol's :class:`Report` of forecasts ``probs`` (one row per test position) of a
+    forecaster of ``observation`` level: per slice, each metric's value, 95% interval and
+    game-weighted value, and ECE; the top label's reliability diagram and each outcome's;
+    the metrics by cards played (bins of ``CARD_BIN`` cards); forecasts per second."""
     scores = position_scores(probs, test.labels)
     game = test.data.game
     mean_confidence, accuracy, sizes = calibration_bins(scores["confidence"], scores["accuracy"])
     bins = np.minimum(test.data.fields["cards"] // CARD_BIN, CARD_BINS - 1)
     counts = np.maximum(np.bincount(bins, minlength=CARD_BINS), 1)
-    return {
-        "forecaster": name,
-        "n_players": test.n_players,
-        "positions": len(probs),
-        "games": test.games,
-        "forecasts_per_s": len(probs) / seconds if seconds > 0 else float("inf"),
-        "slices": {
-            slice_name: summarise(scores, game, test.games, mask, bootstrap) for slice_name, mask in test.slices.items()
-        },
-        "reliability": {"confidence": mean_confidence.tolist(), "accuracy": accuracy.tolist(), "size": sizes.tolist()},
-        "by_cards": {
-            "bin": CARD_BIN,
-            **{m: (np.bincount(bins, weights=scores[m], minlength=CARD_BINS) / counts).tolist() for m in METRICS},
-        },
-    }
+    result = Report(
+        {
+            "format": REPORT_FORMAT,
+            "protocol_version": PROTOCOL_VERSION,
+            "beggar_env": __version__,
+            "forecaster": name,
+            "observation": observation,
+            "n_players": test.n_players,
+            "positions": len(probs),
+            "games": test.games,
+            "test_seed": test.seed,
+            "forecasts_per_s": len(probs) / seconds if seconds > 0 else float("inf"),
+            "slices": {
+                slice_name: summarise(scores, game, test.games, mask, bootstrap)
+                for slice_name, mask in test.slices.items()
+            },
+            "reliability": {
+                "confidence": mean_confidence.tolist(),
+                "accuracy": accuracy.tolist(),
+                "size": sizes.tolist(),
+            },
+            "calibration": calibration(probs, test.labels),
+            "by_cards": {
+                "bin": CARD_BIN,
+                **{m: (np.bincount(bins, weights=scores[m], minlength=CARD_BINS) / counts).tolist() for m in METRICS},
+            },
+        }
+    )
+    result.scores = {**scores, "game": game}
+    result.test = test
+    return result
 
 
 def _check_test(test):
-    if not isinstance(test, TestSet):
-        raise TypeError(f"test must be a TestSet (TestSet.generate), not {type(test).__name__} {checks.excerpt(test)}")
+    if isinstance(test, TestSet):
+        return test
+    if checks.is_integer(test):
+        return TestSet.published(test)
+    raise TypeError(
+        f"test must be a player count (the published test set) or a TestSet, not {type(test).__name__} "
+        f"{checks.excerpt(test)}"
+    )
 
 
-def forecast(forecaster, test: TestSet, progress=None):
-    """A forecaster's forecasts of every test position, and the seconds they took.
-    Refuses a forecaster trained on the test seed."""
+def predict(forecaster, test: TestSet, progress=None):
+    """A forecaster's forecasts of every test position, and the seconds they took: it reads
+    exactly the fields of its declared level (``forecaster.observation``, "public" by
+    default). Refuses a forecaster trained on the test seed."""
     if not callable(getattr(forecaster, "predict_proba", None)):
         raise TypeError(
             f"forecaster must have predict_proba(obs) (see beggar_env.forecasting.forecasters), not "
             f"{type(forecaster).__name__} {checks.excerpt(forecaster)}"
         )
-    _check_test(test)
+    test = _check_test(test)
     checks.callback("progress", progress)
     if getattr(forecaster, "n_players", test.n_players) != test.n_players:
         raise ValueError(f"the forecaster is for {forecaster.n_players} players, the test set {test.n_players}")
@@ -212,29 +384,66 @@ def forecast(forecaster, test: TestSet, progress=None):
         probs = forecaster.predict_proba(obs, progress=progress)
     else:
         probs = forecaster.predict_proba(obs)
+    probs = _check_forecasts(probs, len(test.labels), test.n_players + 1)
     return probs, time.perf_counter() - started
 
 
-def evaluate(forecaster, test: TestSet, *, bootstrap=1000, progress=None) -> dict:
-    """Evaluate a forecaster (see :mod:`beggar_env.forecasting.forecasters`) on a :class:`TestSet`: the
-    protocol's :func:`report` of its forecasts."""
-    _check_test(test)
+def _check_forecasts(probs, n, n_outcomes):
+    try:
+        probs = np.asarray(probs, np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"predict_proba must return numbers, not {checks.excerpt(probs)}") from None
+    if probs.shape != (n, n_outcomes):
+        raise ValueError(
+            f"predict_proba must return shape ({n}, {n_outcomes}): one row per position, got {probs.shape}"
+        )
+    if not np.isfinite(probs).all() or (probs < 0).any() or (probs.sum(axis=1) <= 0).any():
+        raise ValueError("predict_proba must return finite weights >= 0, not all zero in a row")
+    return probs
+
+
+def evaluate(forecaster, test=2, *, bootstrap=1000, progress=None, name=None, observation=None, forecast="label"):
+    """Evaluate a forecaster on the published protocol: a :class:`Report`.
+
+    ``forecaster`` is any object with ``predict_proba(obs) -> (n, n_players + 1)`` (see
+    :mod:`beggar_env.forecasting.forecasters`), reading the level it declares as its
+    ``observation`` attribute ("public", "counted" or "full"; "public" if it has none); or
+    a policy, a callable ``policy(obs) -> actions`` for a batch of observations, scored by
+    acting in the vector env (``observation`` and ``forecast`` say what it reads and plays).
+    ``test`` is a player count (2, 3 or 4: the published test set, every card step of
+    2,000 games of the test seed) or a :class:`TestSet`. ``name`` defaults to the
+    forecaster's ``name`` attribute, or its class's.
+    """
+    test = _check_test(test)
     bootstrap = checks.count("bootstrap", bootstrap, 1)
     checks.memory(16 * bootstrap * test.games, f"{bootstrap:,} bootstrap resamples", "take fewer (bootstrap=1000)")
-    probs, seconds = forecast(forecaster, test, progress)
-    return report(getattr(forecaster, "name", type(forecaster).__name__), probs, test, seconds, bootstrap)
+    if not callable(getattr(forecaster, "predict_proba", None)) and callable(forecaster):
+        level = observation or getattr(forecaster, "observation", "public")
+        return evaluate_policy(
+            forecaster, test, name=name or _name(forecaster), observation=level, forecast=forecast, bootstrap=bootstrap
+        )
+    probs, seconds = predict(forecaster, test, progress)
+    level = getattr(forecaster, "observation", "public")
+    return report(name or _name(forecaster), probs, test, seconds, bootstrap, level)
+
+
+def _name(forecaster):
+    return getattr(forecaster, "name", None) or getattr(forecaster, "__name__", None) or type(forecaster).__name__
 
 
 def evaluate_policy(
-    policy, test: TestSet, *, name="policy", observation="counted", forecast="label", bootstrap=1000
-) -> dict:
+    policy, test=2, *, name="policy", observation="counted", forecast="label", bootstrap=1000
+) -> Report:
     """Evaluate a policy acting in the vector env: ``policy(obs) -> actions`` for a batch
-    of observations, labels or probability rows as ``forecast`` says, on the test set's
-    deals, one env per game, every step scored as the protocol says."""
+    of observations (of the ``observation`` level), labels or probability rows as
+    ``forecast`` says, on the test set's deals (``test``: a player count or a
+    :class:`TestSet`), one env per game, every step scored as the protocol says."""
     import gymnasium as gym
 
     from ..deals import format_deal, random_deals
 
+    checks.callback("policy", policy)
+    test = _check_test(test)
     checks.choice("forecast", forecast, ("label", "probs"))
     deals = [format_deal(d, "compact") for d in random_deals(test.games, test.n_players, test.seed)]
     envs = gym.make_vec(
@@ -262,7 +471,36 @@ def evaluate_policy(
         obs, _, terminated, _, _ = envs.step(actions)
         done |= terminated
     envs.close()
-    return report(name, probs, test, seconds, bootstrap)
+    return report(name, probs, test, seconds, bootstrap, observation)
+
+
+def compare(a: Report, b: Report, *, bootstrap=1000, seed=0) -> dict:
+    """The paired difference ``a - b`` of two reports of the same test positions: per slice
+    and metric, the difference of the position-weighted values, and its 95% interval over
+    ``bootstrap`` resamples of whole games, the same resample for both (the reports must
+    come from this process: their per-position scores are not saved)."""
+    for one in (a, b):
+        if not isinstance(one, Report) or one.scores is None:
+            raise TypeError("compare takes two reports of evaluate(), made in this process (with their scores)")
+    if not a.test.same(b.test):
+        raise ValueError("the two reports are of different test sets")
+    bootstrap = checks.count("bootstrap", bootstrap, 1)
+    test, game, n_games = a.test, a.scores["game"], a.test.games
+    weights = np.random.default_rng(seed).multinomial(n_games, np.full(n_games, 1 / n_games), size=bootstrap)
+    out = {}
+    for slice_name, mask in test.slices.items():
+        if not mask.any():
+            continue
+        out[slice_name] = {}
+        for metric in METRICS:
+            sums_a, counts = _game_sums(a.scores[metric][mask], game[mask], n_games)
+            sums_b, _ = _game_sums(b.scores[metric][mask], game[mask], n_games)
+            resampled = (weights @ (sums_a - sums_b)) / np.maximum(weights @ counts, 1)
+            out[slice_name][metric] = {
+                "difference": float((sums_a - sums_b).sum() / counts.sum()),
+                "ci95": [float(np.percentile(resampled, 2.5)), float(np.percentile(resampled, 97.5))],
+            }
+    return out
 
 
 def gap_closed(result, prior, best, slice_name="all"):

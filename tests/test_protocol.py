@@ -1,0 +1,187 @@
+"""The benchmark surface: one call evaluates any forecaster (or policy) into a report that
+prints as a row of the published tables and saves as a submission file; no forecaster
+sees more than its declared level; paired comparisons, per-outcome calibration, the
+learned baselines' validation on whole held-out games, the Bayes forecaster's K."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from beggar_env import datasets
+from beggar_env.forecasting import Forecaster, evaluate, forecasters, protocol
+from beggar_env.forecasting.baselines import _sweep_rows
+
+LEVELS = {
+    "public": {"hand_sizes", "pile", "pile_size", "turn", "owed", "court", "alive", "cards", "tricks"},
+}
+LEVELS["counted"] = LEVELS["public"] | {"known", "unseen"}
+LEVELS["full"] = LEVELS["public"] | {"hands"}
+
+
+@pytest.fixture(scope="module")
+def test_set():
+    return protocol.TestSet.generate(2, 40, seed=protocol.TEST_SEED)
+
+
+class MostCardsByHand:
+    """A forecaster written from the docs alone: an observation level and predict_proba."""
+
+    observation = "public"
+    name = "my most cards"
+
+    def predict_proba(self, obs):
+        hands = obs["hand_sizes"]
+        probs = np.zeros((len(hands), 3))
+        probs[np.arange(len(hands)), hands.argmax(axis=1)] = 0.8
+        probs[:, :2] += 0.1
+        return probs
+
+
+@pytest.mark.parametrize("level", ["public", "counted", "full"])
+def test_a_forecaster_reads_exactly_the_fields_of_its_level(test_set, level):
+    seen = {}
+
+    class Spy(Forecaster):
+        observation = level
+        name = "spy"
+
+        def predict_proba(self, obs):
+            seen.update(obs)
+            return np.full((len(obs["cards"]), 3), 1 / 3)
+
+    evaluate(Spy(2), test_set, bootstrap=10)
+    assert set(seen) == LEVELS[level]  # a public forecaster cannot see known, unseen or hands
+    assert not {"known", "unseen", "hands"} & set(seen) or level != "public"
+
+
+def test_one_call_evaluates_and_prints_a_row_beside_the_published_ones(test_set, tmp_path):
+    report = evaluate(MostCardsByHand(), test_set, bootstrap=50)
+    assert isinstance(report, protocol.Report) and report["forecaster"] == "my most cards"
+    assert (report["protocol_version"], report["test_seed"], report["observation"]) == (2, protocol.TEST_SEED, "public")
+    header, rule, row = str(report).splitlines()
+    assert header.startswith("| forecaster | accuracy (95% CI) | log loss (95% CI) | accuracy, cards 0-25")
+    figure = report["slices"]["all"]["accuracy"]
+    assert row.startswith(
+        f"| my most cards | {figure['value']:.3f} ({figure['ci95'][0]:.3f}-{figure['ci95'][1]:.3f}) |"
+    )
+    path = report.save(tmp_path / "mine")
+    assert path == str(tmp_path / "mine.json") and protocol.Report.load(path) == json.loads(json.dumps(report))
+    mine = forecasters.MostCards(2)  # the library's own rule gives the same accuracy: argmax of the hands
+    assert evaluate(mine, test_set, bootstrap=50)["slices"]["all"]["accuracy"]["value"] == figure["value"]
+
+
+def test_a_report_of_another_protocol_version_or_format_is_refused(test_set, tmp_path):
+    report = evaluate(MostCardsByHand(), test_set, bootstrap=10)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**report, "protocol_version": 1}))
+    with pytest.raises(ValueError, match="protocol version 1.*evaluate the forecaster again"):
+        protocol.Report.load(old)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"forecaster": "x"}))
+    with pytest.raises(ValueError, match="not a beggar-env forecast report"):
+        protocol.Report.load(other)
+
+
+def test_a_policy_is_evaluated_by_the_same_call(test_set):
+    def most_cards(obs):
+        return obs["hand_sizes"].argmax(axis=1)
+
+    most_cards.observation = "public"
+    acted = evaluate(most_cards, test_set, bootstrap=10)
+    offline = evaluate(forecasters.MostCards(2), test_set, bootstrap=10)
+    assert acted["forecaster"] == "most_cards"
+    assert acted["slices"]["all"]["accuracy"] == offline["slices"]["all"]["accuracy"]
+
+
+def test_the_published_test_set_is_the_default_one(monkeypatch):
+    made = []
+    monkeypatch.setattr(protocol, "PUBLISHED_GAMES", 30)
+    monkeypatch.setattr(protocol, "_PUBLISHED", {})
+    real = protocol.TestSet.generate
+    monkeypatch.setattr(protocol.TestSet, "generate", classmethod(lambda cls, *a, **k: made.append(a) or real(*a, **k)))
+    report = evaluate(MostCardsByHand(), 2, bootstrap=10)
+    assert report["games"] == 30 and report["test_seed"] == protocol.TEST_SEED and made == [(2, 30)]
+    evaluate(MostCardsByHand(), 2, bootstrap=10)
+    assert made == [(2, 30)]  # kept for the next call
+
+
+def test_paired_differences_resample_the_same_games(test_set):
+    a = evaluate(forecasters.MostCards(2), test_set, bootstrap=200)
+    b = evaluate(forecasters.Uniform(2), test_set, bootstrap=200)
+    difference = protocol.compare(a, b, bootstrap=200)
+    for name in ("all", "open", "cards 0-25"):
+        for metric in protocol.METRICS:
+            expected = a["slices"][name][metric]["value"] - b["slices"][name][metric]["value"]
+            figure = difference[name][metric]
+            assert figure["difference"] == pytest.approx(expected)
+            assert figure["ci95"][0] <= figure["difference"] <= figure["ci95"][1]
+    same = protocol.compare(a, a)["all"]["log_loss"]
+    assert same == {"difference": 0.0, "ci95": [0.0, 0.0]}
+    with pytest.raises(TypeError, match="compare takes two reports"):
+        protocol.compare(dict(a), b)
+
+
+def test_each_outcome_is_calibrated_and_the_oracle_perfectly(test_set):
+    oracle = evaluate(forecasters.Oracle(2), test_set, bootstrap=10)["calibration"]
+    assert oracle["classwise_ece"] == 0.0
+    for curve in oracle["by_outcome"].values():
+        assert curve["probability"] == curve["frequency"]  # at 0 and 1, each bin's forecast is what happens
+    uniform = evaluate(forecasters.Uniform(2), test_set, bootstrap=10)["calibration"]
+    share = np.mean(test_set.labels == 0)
+    seat0 = uniform["by_outcome"]["seat 0"]
+    assert seat0["probability"] == [pytest.approx(1 / 3)] and seat0["frequency"] == [pytest.approx(share)]
+
+
+def test_the_bayes_floor_is_its_log_loss_where_the_table_determines_the_outcome(test_set):
+    reports = [evaluate(forecasters.BayesMC(2, k=k), test_set, bootstrap=10) for k in (4, 16)]
+    rows = _sweep_rows(reports, test_set)
+    assert [row["k"] for row in rows] == [4, 16]
+    for row in rows:
+        assert row["floor"] == pytest.approx(-np.log((row["k"] + 0.5) / (row["k"] + 1.5)))
+        assert row["log_loss_determined"] == pytest.approx(row["floor"])  # played once, counted K times
+
+
+def test_early_stopping_validates_on_whole_games_never_trained_on():
+    data = datasets.generate(200, observation="counted", samples=8, seed=101)
+    held = forecasters.held_out_games(data)
+    assert 0.05 < held.mean() < 0.15
+    assert not set(data.game[held]) & set(data.game[~held])  # no game on both sides
+    seen = {}
+
+    def record(model, X, y, X_val, y_val):
+        seen.update(train=len(X), val=len(X_val))
+        model.fit(X, y)
+
+    learned = forecasters.Learned(2, forecasters.logistic_regression(2).model, "public", early_stopping=record)
+    learned.fit(data)
+    assert seen == {"train": int((~held).sum()), "val": int(held.sum())}
+    for make in (forecasters.gradient_boosting, forecasters.mlp):
+        model = make(2, "counted", max_iter=5).fit(data)
+        assert model.predict_proba(data.fields).shape == (len(data), 3)
+
+
+def test_a_submitted_forecaster_joins_the_tables(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    from beggar_env.forecasting import baselines
+
+    test = protocol.TestSet.generate(2, baselines.QUICK.test_games)
+    path = evaluate(MostCardsByHand(), test, bootstrap=10).save(tmp_path / "mine.json")
+    run = subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", "baselines", "--forecaster", path, "--players", "2", "--out", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2 and "a report of 150 2-player test games" in run.stderr  # not the full protocol (2,000)
+    results = {"protocol": vars(baselines.QUICK) | {"bayes_sweep": []}, "players": {"2": {"reports": []}}}
+    results["players"]["2"]["reports"] = [
+        evaluate(f, test, bootstrap=10) for f in (forecasters.SeatPrior(2, games=1000), forecasters.BayesMC(2, k=4))
+    ]
+    baselines.add_reports(results, [path])
+    names = [report["forecaster"] for report in results["players"]["2"]["reports"]]
+    assert names == ["seat prior", "my most cards", "Bayes (Monte Carlo, K=4)"]
