@@ -87,6 +87,7 @@ def test_outputs_are_written(study):
     assert f"| {bayes['forecaster']} | {' | '.join(cells)} | {game_weighted} |" in tables
     assert "| progress Q1 | progress Q2 | progress Q3 | progress Q4 | open | all, game-weighted |" in tables
     assert "| most cards - seat prior | " in tables and "The Bayes forecaster by its rollouts per position" in tables
+    assert "| " + " | ".join(ev.Report(bayes).row()) + " |" in tables  # the row print(report) gives
     assert {p.name for p in written} == {
         *(f"{kind}_{n}p.png" for kind in ("by_cards", "reliability", "reliability_by_outcome") for n in (2, 3)),
         "game_lengths.png",
@@ -178,7 +179,9 @@ def test_redraw_draws_the_pictures_again_from_results_json(study):
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
-    assert all(path.is_file() for path in written) and f"{len(written)} pictures drawn again" in run.stdout
+    assert (
+        all(path.is_file() for path in written) and f"tables.md and {len(written)} pictures written again" in run.stdout
+    )
     missing = subprocess.run(
         [sys.executable, "-m", "beggar_env.cli", "baselines", "--redraw", "--out", str(out / "none")],
         capture_output=True,

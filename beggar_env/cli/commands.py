@@ -142,7 +142,9 @@ def build_parser():
     )
     b.add_argument("--quick", action="store_true", help="a small protocol: 80 s on 2 cores once compiled")
     b.add_argument(
-        "--redraw", action="store_true", help="only draw the pictures again, from --out's results.json (no study)"
+        "--redraw",
+        action="store_true",
+        help="only write tables.md and the pictures again, from --out's results.json (no study)",
     )
     b.add_argument(
         "--players",
@@ -541,8 +543,8 @@ def _redraw(baselines, out):
         raise UsageError(
             f"beggar baselines: --redraw: cannot read {path}: {getattr(error, 'strerror', error)}"
         ) from None
-    written = baselines.draw(results, out)
-    print(f"{len(written)} pictures drawn again in {out} from results.json")
+    written = baselines.write_tables_and_pictures(results, out)
+    print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
 
 
 def _print_rows(rows):

@@ -7,7 +7,9 @@ protocol for all of them, and the published study.
 * :mod:`~beggar_env.forecasting.rollouts`: the compiled play-outs behind the Bayes
   forecaster and the oracle;
 * :mod:`~beggar_env.forecasting.protocol`: test sets, metrics, slices and intervals:
-  :func:`evaluate` (a forecaster) and :func:`evaluate_policy` (a policy in the vector env);
+  :func:`evaluate` (any forecaster or policy, on the published protocol) gives a
+  :class:`Report` (a row of the published tables, a submission file); :func:`compare`
+  gives the paired difference of two;
 * :mod:`~beggar_env.forecasting.baselines`: ``beggar baselines``, the published tables.
 
 ``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
@@ -15,11 +17,13 @@ protocol for all of them, and the published study.
 
 from . import baselines, features, forecasters, protocol, rollouts
 from .forecasters import Forecaster
-from .protocol import TestSet, evaluate, evaluate_policy
+from .protocol import Report, TestSet, compare, evaluate, evaluate_policy
 
 __all__ = [
     "Forecaster",
+    "Report",
     "TestSet",
+    "compare",
     "baselines",
     "evaluate",
     "evaluate_policy",

@@ -112,7 +112,7 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, un
             sweep.append(_evaluate(fc.BayesMC(n_players, k=k, seed=seed), train, test, protocol, stage))
     bayes = next(r for r in reports if r["forecaster"] == _bayes(protocol))
     agreed = bayes.scores["confidence"] >= _determined_probability(protocol.bayes_k, n_players) - 1e-12
-    return {
+    block = {
         "n_players": n_players,
         "reports": reports,
         "open_unanimous": float(agreed[test.slices["open"]].mean()),  # open, yet every rollout agreed
@@ -121,9 +121,12 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, un
         "positions": len(test.labels),
         "open_positions": int(test.slices["open"].sum()),
         "train_samples": len(train),
-        "game_statistics": game_statistics(n_players, protocol.stats_games, seed, stage("game statistics", "game")),
-        "seconds": time.perf_counter() - started,
     }
+    for result in reports:  # what compare needed, done: the next player count's test set takes their memory
+        result.scores = result.test = None
+    block["game_statistics"] = game_statistics(n_players, protocol.stats_games, seed, stage("game statistics", "game"))
+    block["seconds"] = time.perf_counter() - started
+    return block
 
 
 def _evaluate(forecaster, train, test, protocol, stage):
@@ -425,6 +428,20 @@ def write(results, out, command):
     out.mkdir(parents=True, exist_ok=True)
     results = {"command": command, **results}
     _write_text(out / "results.json", json.dumps(results, indent=1))
+    return write_tables_and_pictures(results, out)
+
+
+def headline_table(block):
+    """Every forecaster's row as ``print(report)`` gives it (``Report.markdown``): accuracy
+    and log loss with their 95% intervals, on all positions and the headline slices."""
+    rows = [ev.Report(report).row() for report in block["reports"]]
+    return _markdown(ev.Report.header(), rows)
+
+
+def write_tables_and_pictures(results, out):
+    """``tables.md`` and the pictures of ``results`` (as ``results.json`` holds them) in ``out``."""
+    out = Path(out)
+    command = results.get("command", "beggar baselines")
     parts = [f"Written by `{command}`.\n", "## Game statistics\n", statistics_table(results)]
     for n, block in results["players"].items():
         parts += [
@@ -432,7 +449,10 @@ def write(results, out, command):
             f"{block['positions']:,} test positions ({block['open_positions']:,} open) of "
             f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples; at "
             f"{block['open_unanimous']:.1%} of the open positions every one of the Bayes forecaster's rollouts "
-            "gave the same outcome.\n",
+            "gave the same outcome. The columns of `print(report)` (`beggar_env.forecasting.evaluate`), with "
+            "95% intervals over resampled games:\n",
+            headline_table(block),
+            "\nMore figures: Brier, calibration, the gap closed between the seat prior and Bayes:\n",
             markdown_table(block),
             "\nEvery slice (cards played so far; progress quartile, cards so far / the game's length; open"
             " positions), position-weighted with its 95% interval, and all positions game-weighted. Accuracy:\n",

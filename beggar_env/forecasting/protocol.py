@@ -245,6 +245,7 @@ class Report(dict):
     """
 
     scores = None  # per position: accuracy, log_loss, brier, confidence; and game
+    test = None  # the TestSet of those positions
 
     @staticmethod
     def header():
