@@ -355,6 +355,8 @@ def _check_test(test):
     if isinstance(test, TestSet):
         return test
     if checks.is_integer(test):
+        if not 2 <= test <= 4:
+            raise ValueError(f"test must be a player count 2, 3 or 4 (the published test set) or a TestSet, not {test}")
         return TestSet.published(test)
     raise TypeError(
         f"test must be a player count (the published test set) or a TestSet, not {type(test).__name__} "
