@@ -367,7 +367,9 @@ def _check_test(test):
 def predict(forecaster, test: TestSet, progress=None):
     """A forecaster's forecasts of every test position, and the seconds they took: it reads
     exactly the fields of its declared level (``forecaster.observation``, "public" by
-    default). Refuses a forecaster trained on the test seed."""
+    default). A forecaster with a memory (``recurrent = True``: ``act`` and
+    ``reset_state``) plays every test game in the vector env, each from its first step.
+    Refuses a forecaster trained on the test seed."""
     if not callable(getattr(forecaster, "predict_proba", None)):
         raise TypeError(
             f"forecaster must have predict_proba(obs) (see beggar_env.forecasting.forecasters), not "
@@ -381,7 +383,12 @@ def predict(forecaster, test: TestSet, progress=None):
         raise ValueError(f"{forecaster.name} was trained on the test seed {test.seed}: use another training seed")
     from .forecasters import BayesMC
 
-    obs = test.observations(getattr(forecaster, "observation", "public"))
+    level = getattr(forecaster, "observation", "public")
+    if getattr(forecaster, "recurrent", False):  # its memory needs each game in order: played in the vector env
+        forecaster.reset_state()
+        probs, seconds = play(lambda obs: forecaster.act(obs, "probs"), test, level, "probs", progress)
+        return _check_forecasts(probs, len(test.labels), test.n_players + 1), seconds
+    obs = test.observations(level)
     started = time.perf_counter()
     if isinstance(forecaster, BayesMC):  # minutes of rollouts: show progress
         probs = forecaster.predict_proba(obs, progress=progress)
@@ -441,13 +448,21 @@ def evaluate_policy(
     of observations (of the ``observation`` level), labels or probability rows as
     ``forecast`` says, on the test set's deals (``test``: a player count or a
     :class:`TestSet`), one env per game, every step scored as the protocol says."""
+    checks.callback("policy", policy)
+    test = _check_test(test)
+    checks.choice("forecast", forecast, ("label", "probs"))
+    probs, seconds = play(policy, test, observation, forecast)
+    return report(name, probs, test, seconds, bootstrap, observation)
+
+
+def play(policy, test: TestSet, observation, forecast, progress=None):
+    """Every test game played in the vector env, all at once (one env per game, from its
+    first step, autoreset off), with ``policy``'s action at each step as its forecast:
+    (forecasts of every test position, the seconds the policy took)."""
     import gymnasium as gym
 
     from ..deals import format_deal, random_deals
 
-    checks.callback("policy", policy)
-    test = _check_test(test)
-    checks.choice("forecast", forecast, ("label", "probs"))
     deals = [format_deal(d, "compact") for d in random_deals(test.games, test.n_players, test.seed)]
     envs = gym.make_vec(
         "Beggar-v0",
@@ -459,22 +474,26 @@ def evaluate_policy(
         autoreset_mode="Disabled",
     )
     obs, _ = envs.reset(options={"deals": deals})
-    game, cards = test.data.game, test.data.fields["cards"]
+    game = test.data.game
     probs = np.zeros((len(game), test.n_players + 1))
-    row_of = {(g, c): i for i, (g, c) in enumerate(zip(game.tolist(), cards.tolist()))}
+    first_row = np.searchsorted(game, np.arange(test.games))  # game g's rows: first_row[g] + cards
+    n_rows = np.bincount(game, minlength=test.games)
     done = np.zeros(test.games, bool)
-    seconds = 0.0
+    seconds, scored = 0.0, 0
     while not done.all():
         started = time.perf_counter()
         actions = np.asarray(policy(obs))
         seconds += time.perf_counter() - started
         forecasts = np.eye(test.n_players + 1)[actions] if forecast == "label" else actions
-        for g in np.flatnonzero(~done):
-            probs[row_of[(g, int(obs["cards"][g]))]] = forecasts[g]
+        live = np.flatnonzero(~done & (obs["cards"] < n_rows))
+        probs[first_row[live] + obs["cards"][live]] = forecasts[live]
+        scored += len(live)
+        if progress is not None:
+            progress(scored, len(game))
         obs, _, terminated, _, _ = envs.step(actions)
         done |= terminated
     envs.close()
-    return report(name, probs, test, seconds, bootstrap, observation)
+    return probs, seconds
 
 
 def compare(a: Report, b: Report, *, bootstrap=1000, seed=0) -> dict:

@@ -1,0 +1,400 @@
+"""Sequence forecasters (PyTorch): a GRU and a small causal transformer that read the stream
+of a game's observations (:mod:`~beggar_env.forecasting.events`) and forecast its winner
+at every step, trained on the outcome or distilled from the Bayes forecaster.
+
+:class:`SequenceForecaster` is a :class:`~beggar_env.forecasting.forecasters.Forecaster`
+with a memory (``recurrent = True``):
+
+* ``fit()`` trains on fresh games every epoch (:class:`~beggar_env.forecasting.sequences.GameStreams`),
+  windows of packed games with the state carried from window to window, early stopping
+  on whole held-out games; ``target="bayes"`` trains on the Bayes forecaster's
+  probabilities (soft labels) instead of the 0/1 outcome, as ChessBench (Ruoss et al. 2024)
+  trained on engine win probabilities;
+* ``act(obs)`` steps with the env: it keeps one state per env of a batch (or one for
+  ``Beggar-v0``) and resets it where a game starts (no card played yet), so it plays in
+  ``Beggar-v0`` and in the vector env with any autoreset mode;
+* ``predict_proba(obs)`` takes whole games, each from its first step, in play order (as
+  ``TestSet`` and ``datasets.generate(samples="card")`` give them) and forecasts every
+  step as ``act`` would;
+* :func:`~beggar_env.forecasting.protocol.evaluate` scores it by playing every test game in
+  the vector env, in order, through ``act``.
+
+Needs torch (``pip install 'beggar-env[rl]'``).
+"""
+
+import copy
+import time
+
+import numpy as np
+
+from .. import checks
+from . import events, sequences
+from .forecasters import Forecaster
+from .sequences import torch
+
+ARCHITECTURES = ("gru", "transformer")
+TARGETS = ("outcome", "bayes")
+nn = torch.nn
+functional = torch.nn.functional
+
+
+class GRUNet(nn.Module):
+    """Events -> a linear layer -> ReLU -> a GRU cell -> logits of the outcomes. The state
+    is the GRU's hidden vector, zeroed where a game starts."""
+
+    def __init__(self, width, n_outcomes, hidden=128):
+        super().__init__()
+        self.hidden = hidden
+        self.embed = nn.Linear(width, hidden)
+        self.cell = nn.GRUCell(hidden, hidden)
+        self.head = nn.Linear(hidden, n_outcomes)
+
+    def initial(self, batch):
+        return torch.zeros(batch, self.hidden)
+
+    def forward(self, x, start, state):
+        """``x`` (batch, steps, width), ``start`` (batch, steps) bool; returns logits
+        (batch, steps, n_outcomes) and the state after the last step."""
+        inputs = functional.relu(self.embed(x))
+        keep = (~start).to(x.dtype)
+        h, outs = state, []
+        for t in range(x.shape[1]):
+            h = self.cell(inputs[:, t], h * keep[:, t, None])
+            outs.append(h)
+        return self.head(torch.stack(outs, dim=1)), h
+
+    @staticmethod
+    def detach(state):
+        return state.detach()
+
+    @staticmethod
+    def select(state, rows):
+        return state[rows]
+
+
+class CausalTransformer(nn.Module):
+    """A pre-norm transformer whose step attends to the last ``context`` steps of its own
+    game (itself included), layer by layer, as Transformer-XL does: the state is each layer's
+    inputs at the last ``context - 1`` steps (and which game each belongs to), so a window
+    of steps and one step at a time in the env compute the same forecasts. No positional
+    embedding: attention is causal, and the events carry the time (cards, tricks)."""
+
+    def __init__(self, width, n_outcomes, d_model=64, heads=4, layers=2, context=128):
+        super().__init__()
+        self.d_model, self.heads, self.context = d_model, heads, context
+        self.embed = nn.Linear(width, d_model)
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict(
+                {
+                    "norm1": nn.LayerNorm(d_model),
+                    "qkv": nn.Linear(d_model, 3 * d_model),
+                    "out": nn.Linear(d_model, d_model),
+                    "norm2": nn.LayerNorm(d_model),
+                    "mlp": nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)),
+                }
+            )
+            for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_outcomes)
+
+    def initial(self, batch):
+        m = self.context - 1
+        memory = [torch.zeros(batch, m, self.d_model) for _ in self.blocks]
+        game = torch.full((batch, m), -1, dtype=torch.long)  # -1: an empty slot, in no game
+        return memory, game, torch.zeros(batch, dtype=torch.long)
+
+    def forward(self, x, start, state):
+        memory, mem_game, current = state
+        batch, steps, _ = x.shape
+        m = mem_game.shape[1]
+        game = current[:, None] + torch.cumsum(start.long(), dim=1)  # each step's game number, per lane
+        keys_game = torch.cat([mem_game, game], dim=1)
+        distance = (torch.arange(steps)[:, None] + m) - torch.arange(m + steps)[None, :]
+        in_reach = (distance >= 0) & (distance < self.context)
+        mask = in_reach[None] & (keys_game[:, None, :] == game[:, :, None])  # (batch, steps, m + steps)
+        h = self.embed(x)
+        new_memory = []
+        for block, mem in zip(self.blocks, memory):
+            both = torch.cat([mem, h], dim=1)
+            new_memory.append(both[:, -m:] if m else both[:, :0])
+            q, k, v = block["qkv"](block["norm1"](both)).split(self.d_model, dim=2)
+            q = q[:, m:]
+            shape = (batch, -1, self.heads, self.d_model // self.heads)
+            q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+            attended = functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
+            h = h + block["out"](attended.transpose(1, 2).reshape(batch, steps, self.d_model))
+            h = h + block["mlp"](block["norm2"](h))
+        logits = self.head(self.norm(h))
+        new_game = keys_game[:, -m:] if m else keys_game[:, :0]
+        return logits, (new_memory, new_game, game[:, -1])
+
+    @staticmethod
+    def detach(state):
+        memory, game, current = state
+        return [mem.detach() for mem in memory], game, current
+
+    @staticmethod
+    def select(state, rows):
+        memory, game, current = state
+        return [mem[rows] for mem in memory], game[rows], current[rows]
+
+
+class SequenceForecaster(Forecaster):
+    """A GRU or causal transformer over the stream of one observation level (see the
+    module docstring).
+
+    Training: ``epochs`` passes of ``games`` fresh random games each (seeded by ``seed``),
+    packed into ``lanes`` streams cut into windows of ``window`` steps; Adam at ``lr``;
+    after each epoch the log loss on ``val_games`` held-out games picks the best epoch
+    (``history`` keeps each epoch's figures: the learning curve). ``target`` is
+    ``"outcome"`` (the 0/1 winner) or ``"bayes"`` (the Bayes forecaster's probabilities with
+    ``soft_k`` rollouts a position: distillation). ``threads`` sets torch's threads while
+    it trains and forecasts (1 by default: on a few shared cores more threads are slower).
+    """
+
+    recurrent = True
+
+    def __init__(
+        self,
+        n_players=2,
+        observation="public",
+        architecture="gru",
+        target="outcome",
+        *,
+        hidden=128,
+        layers=2,
+        context=128,
+        games=20_000,
+        epochs=4,
+        lanes=128,
+        window=128,
+        lr=2e-3,
+        soft_k=sequences.SOFT_K,
+        val_games=500,
+        seed=1,
+        threads=1,
+        name=None,
+    ):
+        super().__init__(n_players)
+        self.observation = checks.choice("observation", observation, ("public", "counted"))
+        self.architecture = checks.choice("architecture", architecture, ARCHITECTURES)
+        self.target = checks.choice("target", target, TARGETS)
+        self.hidden = checks.count("hidden", hidden, 1)
+        self.layers = checks.count("layers", layers, 1)
+        self.context = checks.count("context", context, 1)
+        self.games = checks.count("games", games, 1)
+        self.epochs = checks.count("epochs", epochs, 1)
+        self.lanes = checks.count("lanes", lanes, 1)
+        self.window = checks.count("window", window, 1)
+        self.lr = checks.number("lr", lr, 0, strict=True)
+        self.soft_k = checks.count("soft_k", soft_k, 1)
+        self.val_games = checks.count("val_games", val_games, 1)
+        self.seed = int(checks.seed(seed))
+        self.threads = checks.count("threads", threads, 1)
+        self._name = name
+        self.model = None
+        self.history = []
+        self.fit_seconds = 0.0
+        self.trained_on_seed = None
+        self._state = None
+
+    @property
+    def name(self):
+        if self._name:
+            return self._name
+        kind = "GRU" if self.architecture == "gru" else "transformer"
+        how = ", distilled from Bayes" if self.target == "bayes" else ""
+        return f"{kind} ({self.observation} stream{how})"
+
+    def __repr__(self):
+        return (
+            f"SequenceForecaster(n_players={self.n_players}, observation={self.observation!r}, "
+            f"architecture={self.architecture!r}, target={self.target!r})"
+        )
+
+    def new_model(self):
+        width = events.width(self.n_players, self.observation)
+        torch.manual_seed(self.seed)
+        if self.architecture == "gru":
+            return GRUNet(width, self.n_outcomes, self.hidden)
+        return CausalTransformer(width, self.n_outcomes, self.hidden, 4, self.layers, self.context)
+
+    def streams(self, games=None, seed=None):
+        """The training streams (or, with another ``seed``, held-out games)."""
+        return sequences.GameStreams(
+            self.n_players,
+            self.observation,
+            games or self.games,
+            seed=self.seed if seed is None else seed,
+            soft_k=self.soft_k if self.target == "bayes" else None,
+        )
+
+    def fit(self, dataset=None, progress=None):
+        """Train (``dataset`` is not used: the forecaster plays its own fresh games).
+        ``progress(done, total)``, if given, counts the training games."""
+        checks.callback("progress", progress)
+        started = time.perf_counter()
+        with _threads(self.threads):
+            self.model = self.new_model()
+            optimiser = torch.optim.Adam(self.model.parameters(), lr=self.lr)
+            validation = next(
+                iter(
+                    sequences.GameStreams(
+                        self.n_players, self.observation, self.val_games, seed=self.seed + 1, chunk_games=self.val_games
+                    )
+                )
+            )
+            streams = self.streams()
+            best, best_loss, seen = None, np.inf, 0
+            self.history = []
+            for epoch in range(self.epochs):
+                streams.set_epoch(epoch)
+                self.model.train()
+                state = None
+                for window in sequences.windows(streams, self.lanes, self.window):
+                    state, begun = self._step(optimiser, window, state)
+                    seen += begun
+                    if progress is not None:
+                        progress(min(seen, self.games * self.epochs), self.games * self.epochs)
+                self.model.eval()
+                probs = self.forecast_games(validation)
+                labels = np.repeat(validation.label, validation.lengths)
+                truth = np.clip(probs[np.arange(len(labels)), labels], 1e-6, 1)
+                loss = float(-np.log(truth).mean())
+                accuracy = float((probs.argmax(axis=1) == labels).mean())
+                self.history.append(
+                    {
+                        "epoch": epoch + 1,
+                        "games": (epoch + 1) * self.games,
+                        "val_log_loss": loss,
+                        "val_accuracy": accuracy,
+                        "seconds": time.perf_counter() - started,
+                    }
+                )
+                if loss < best_loss:
+                    best, best_loss = copy.deepcopy(self.model.state_dict()), loss
+            self.model.load_state_dict(best)
+            self.model.eval()
+        self.fit_seconds = time.perf_counter() - started
+        self.trained_on_seed = self.seed
+        self._state = None
+        return self
+
+    def _step(self, optimiser, window, state):
+        """One gradient step on a window; the state carries on to the next window, cut from
+        the graph (truncated backpropagation through time)."""
+        if state is None:
+            state = self.model.initial(window.start.shape[0])
+        logits, state = self.model(window.events, window.start, state)
+        log_probs = functional.log_softmax(logits, dim=2)
+        valid = window.valid
+        if self.target == "bayes":
+            per_step = -(window.soft * log_probs).sum(dim=2)
+        else:
+            per_step = -log_probs.gather(2, window.label[..., None])[..., 0]
+        loss = per_step[valid].mean()
+        optimiser.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        optimiser.step()
+        return self.model.detach(state), int(window.start[valid].sum())  # and the games begun in this window
+
+    @staticmethod
+    def _lanes_of(state):
+        return state.shape[0] if isinstance(state, torch.Tensor) else state[1].shape[0]
+
+    def _require_model(self):
+        if self.model is None:
+            raise RuntimeError(f"{self.name}: call fit() first")
+
+    def forecast_games(self, games, lanes=256) -> np.ndarray:
+        """Forecasts (float64, (n_steps, n_outcomes)) of every step of a :class:`~beggar_env.
+        forecasting.sequences.Games` chunk, in its order."""
+        self._require_model()
+        out = np.zeros((len(games.events), self.n_outcomes))
+        state = None
+        with torch.no_grad(), _threads(self.threads):
+            for window in sequences.windows([games], lanes, self.window):
+                if state is None:
+                    state = self.model.initial(window.start.shape[0])
+                logits, state = self.model(window.events, window.start, state)
+                rows = window.row[window.valid].numpy()
+                out[rows] = torch.softmax(logits[window.valid].double(), dim=1).numpy()
+        return out
+
+    def predict_proba(self, obs):
+        """Forecasts of whole games given in play order, each from its first step (cards
+        == 0): every step forecast from its game's steps so far, as ``act`` does."""
+        self._require_model()
+        cards = np.asarray(obs["cards"])
+        if cards.ndim != 1:
+            raise ValueError("obs: a recurrent forecaster forecasts a batch of whole games (use act for one step)")
+        if len(cards) and cards[0] != 0:
+            raise ValueError("obs: the first observation must begin a game (cards == 0): whole games, in order")
+        starts = np.flatnonzero(cards == 0)
+        offsets = np.r_[starts, len(cards)].astype(np.int64)
+        encoded = events.encode(obs, self.observation)
+        games = sequences.Games(encoded, offsets, np.zeros(len(starts), np.int64))
+        return self.forecast_games(games)
+
+    def reset_state(self):
+        """Forget the state of every env (``act`` also resets an env where its game starts)."""
+        self._state = None
+
+    def act(self, obs, forecast="label"):
+        """The action for this step of ``Beggar-v0`` (one observation) or the vector env (a
+        batch): the state of each env advances by one step; it resets where no card has
+        been played yet."""
+        self._require_model()
+        checks.choice("forecast", forecast, ("label", "probs"))
+        batched = np.ndim(obs["cards"]) == 1
+        if not batched:
+            obs = {name: np.asarray(v)[None] for name, v in obs.items()}
+        n = len(obs["cards"])
+        x = torch.from_numpy(events.encode(obs, self.observation))[:, None]
+        start = torch.from_numpy(np.asarray(obs["cards"]) == 0)[:, None]
+        with torch.no_grad(), _threads(self.threads):
+            if self._state is None or self._lanes_of(self._state) != n:
+                self._state = self.model.initial(n)
+            logits, self._state = self.model(x, start, self._state)
+            probs = torch.softmax(logits[:, 0].double(), dim=1).numpy()
+        if forecast == "label":
+            labels = probs.argmax(axis=1)
+            return labels if batched else int(labels[0])
+        return probs.astype(np.float32) if batched else probs[0].astype(np.float32)
+
+    def save(self, path):
+        """The trained weights and settings as a torch file."""
+        self._require_model()
+        torch.save({"settings": self.settings(), "state": self.model.state_dict(), "history": self.history}, path)
+
+    def settings(self):
+        keys = ("n_players", "observation", "architecture", "target", "hidden", "layers", "context", "games", "epochs")
+        keys += ("lanes", "window", "lr", "soft_k", "val_games", "seed", "threads")
+        return {key: getattr(self, key) for key in keys}
+
+    @classmethod
+    def load(cls, path):
+        saved = torch.load(path, weights_only=True)
+        forecaster = cls(**saved["settings"])
+        forecaster.model = forecaster.new_model()
+        forecaster.model.load_state_dict(saved["state"])
+        forecaster.model.eval()
+        forecaster.history = saved["history"]
+        forecaster.trained_on_seed = forecaster.seed
+        return forecaster
+
+
+class _threads:
+    """torch's intra-op threads set for a block, then restored."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        self.before = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.before)
