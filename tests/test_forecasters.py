@@ -107,6 +107,9 @@ def test_rollouts_respect_the_limit_and_seed():
     assert not np.array_equal(a, fc.BayesMC(2, k=64, seed=2, max_cards=60).predict_proba(obs))
     fixed = (obs["unseen"] > 0).sum(axis=1) < 2  # with the limit, a determined position is a limit outcome
     assert (a[fixed].argmax(axis=1) == data.label[:300][fixed]).all()
+    top = fc.BayesMC(2, k=64, seed=2**64 - 1, max_cards=60).predict_proba(obs)  # every seed: no int64 overflow
+    assert np.allclose(top.sum(axis=1), 1) and not np.array_equal(top, a)
+    assert np.array_equal(fc.BayesMC(2, k=64, seed=np.uint64(1), max_cards=60).predict_proba(obs), a)
 
 
 # --------------------------------------------------------------- baselines

@@ -60,7 +60,7 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None):
                 *(a[lo:hi] for a in arrays),
                 max_cards,
                 k,
-                seed,
+                np.uint64(seed),  # 0 .. 2**64 - 1: an int64 would overflow above 2**63
                 lo,
                 counts[lo:hi],
                 rollouts[lo:hi],
