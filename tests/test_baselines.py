@@ -191,3 +191,32 @@ def test_redraw_draws_the_pictures_again_from_results_json(study):
     assert (
         missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1 and "results.json" in missing.stderr
     )
+
+
+def test_redraw_adds_a_submitted_row_without_running_the_study_again(study, tmp_path):
+    import shutil
+
+    out = tmp_path / "study"
+    shutil.copytree(study[1], out)
+    before = json.loads((out / "results.json").read_text())
+
+    class Mine(beggar_env.forecasting.forecasters.MostCards):
+        name = "mine"
+
+    report = ev.evaluate(Mine(2), ev.TestSet.generate(2, TINY.test_games), bootstrap=20)
+    path = report.save(tmp_path / "mine.json")
+    command = [sys.executable, "-m", "beggar_env.cli", "baselines", "--redraw", "--out", str(out), "--forecaster", path]
+    for _ in range(2):  # again: the row is replaced, not repeated
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+    after = json.loads((out / "results.json").read_text())
+    names = [r["forecaster"] for r in after["players"]["2"]["reports"]]
+    assert names == [r["forecaster"] for r in before["players"]["2"]["reports"]][:-1] + ["mine", "oracle"]
+    mine = after["players"]["2"]["reports"][-2]
+    assert mine["slices"]["all"]["accuracy"]["value"] == report["slices"]["all"]["accuracy"]["value"]
+    assert "gap_closed" in mine and after["players"]["3"] == before["players"]["3"]
+    tables = (out / "tables.md").read_text()
+    assert "| mine |" in tables and tables.count("Rows added by") == 1
+    other = ev.evaluate(Mine(2), ev.TestSet.generate(2, TINY.test_games + 1), bootstrap=20).save(tmp_path / "o.json")
+    wrong = subprocess.run(command[:-1] + [other], capture_output=True, text=True, timeout=300)
+    assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1 and "test set" in wrong.stderr

@@ -144,7 +144,8 @@ def build_parser():
     b.add_argument(
         "--redraw",
         action="store_true",
-        help="only write tables.md and the pictures again, from --out's results.json (no study)",
+        help="only write tables.md and the pictures again, from --out's results.json (no study); with "
+        "--forecaster, add those rows to it first",
     )
     b.add_argument(
         "--players",
@@ -496,7 +497,7 @@ def _cmd_baselines(args):
     except ValueError as error:
         raise UsageError(f"beggar baselines: --out: {error}") from None
     if args.redraw:
-        return _redraw(baselines, out)
+        return _redraw(baselines, out, args.reports, args.out)
     protocol = baselines.QUICK if args.quick else baselines.FULL
     for path in args.reports:
         if not os.path.isfile(path):
@@ -534,7 +535,7 @@ def _cmd_baselines(args):
     )
 
 
-def _redraw(baselines, out):
+def _redraw(baselines, out, reports, given_out):
     path = os.path.join(out, "results.json")
     try:
         with open(path) as f:
@@ -543,8 +544,21 @@ def _redraw(baselines, out):
         raise UsageError(
             f"beggar baselines: --redraw: cannot read {path}: {getattr(error, 'strerror', error)}"
         ) from None
-    written = baselines.write_tables_and_pictures(results, out)
-    print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
+    if not reports:
+        written = baselines.write_tables_and_pictures(results, out)
+        print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
+        return
+    protocol = baselines.Protocol(**{**results["protocol"], "bayes_sweep": tuple(results["protocol"]["bayes_sweep"])})
+    for report in reports:
+        if not os.path.isfile(report):
+            raise UsageError(f"beggar baselines: --forecaster: no such file: {report}")
+        try:
+            baselines.read_report(report, protocol, [int(n) for n in results["players"]])
+        except ValueError as error:
+            raise UsageError(f"beggar baselines: --forecaster: {error}") from None
+    command = f"beggar baselines --redraw --out {given_out}" + "".join(f" --forecaster {r}" for r in reports)
+    written = baselines.add_to_written(out, reports, command)
+    print(f"{len(reports)} rows added to {path}; tables.md and {len(written)} pictures written again")
 
 
 def _print_rows(rows):

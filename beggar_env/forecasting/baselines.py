@@ -227,8 +227,21 @@ def add_reports(results, paths):
     for path in paths:
         report = read_report(path, protocol, [int(n) for n in results["players"]])
         block = results["players"][str(report["n_players"])]
+        block["reports"] = [r for r in block["reports"] if r["forecaster"] != report["forecaster"]]  # a new run of it
         _add_gaps([report], block["reports"])
         block["reports"].insert(-1, report)
+
+
+def add_to_written(out, paths, command):
+    """Add reports as rows to the study written in ``out`` (``results.json``), without
+    running it again (a row of the same forecaster is replaced), and write the tables and
+    pictures again; ``command`` is recorded beside the study's own."""
+    path = Path(out) / "results.json"
+    results = json.loads(path.read_text())
+    add_reports(results, paths)
+    results["added"] = [*[c for c in results.get("added", []) if c != command], command]
+    _write_text(path, json.dumps(results, indent=1))
+    return write_tables_and_pictures(results, out)
 
 
 def versions():
@@ -442,7 +455,8 @@ def write_tables_and_pictures(results, out):
     """``tables.md`` and the pictures of ``results`` (as ``results.json`` holds them) in ``out``."""
     out = Path(out)
     command = results.get("command", "beggar baselines")
-    parts = [f"Written by `{command}`.\n", "## Game statistics\n", statistics_table(results)]
+    added = "".join(f" Rows added by `{more}`." for more in results.get("added", []))
+    parts = [f"Written by `{command}`.{added}\n", "## Game statistics\n", statistics_table(results)]
     for n, block in results["players"].items():
         parts += [
             f"\n## {n} players\n",
