@@ -822,6 +822,70 @@ def bench_bayes(ctx):
     )
 
 
+@benchmark("sequence")
+def bench_sequence(ctx):
+    """A recurrent forecaster (GRU, 128 units, public) acting in the vector env at 1,024 envs
+    against the env stepping alone, and its training steps/s (torch on one thread)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("sequence: skipped: torch is not installed (pip install 'beggar-env[rl]')")
+        return
+    import gymnasium as gym
+
+    import beggar_env  # noqa: F401 (registers Beggar-v0)
+    from beggar_env.forecasting import sequence_models
+
+    n = 128 if ctx.args.quick else 1024
+    section(f"sequence: a GRU forecaster (128 units, public) in the vector env, {n:,} envs, against the env alone")
+    forecaster = sequence_models.SequenceForecaster(2, "public", "gru", hidden=128, seed=ctx.args.seed)
+    forecaster.model = forecaster.new_model().eval()
+    envs = {key: gym.make_vec("Beggar-v0", num_envs=n, forecast="probs") for key in ("alone", "forecaster")}
+    obs = {}
+    for key, env in envs.items():
+        obs[key], _ = env.reset(seed=ctx.args.seed)
+    uniform = np.full((n, 3), 1 / 3, np.float32)
+
+    def alone():
+        for _ in range(steps):
+            envs["alone"].step(uniform)
+
+    def forecasting():
+        for _ in range(steps):
+            obs["forecaster"], *_ = envs["forecaster"].step(forecaster.act(obs["forecaster"], "probs"))
+
+    steps = 20
+    forecasting()  # warm-up
+    steps = steps_for(forecasting, 0.2 if ctx.args.quick else 1.0)
+    best = interleaved_best({"alone": (alone, None, True), "forecaster": (forecasting, None, False)}, ctx.args.repeats)
+    rate = {key: steps * n / best[key][0] for key in best}
+
+    training = sequence_models.SequenceForecaster(
+        2, "public", "gru", hidden=128, games=200 if ctx.args.quick else 1000, epochs=2, val_games=20, seed=1
+    )
+    training.fit()
+    first, second = training.history
+    train_rate = second["steps"] / (second["seconds"] - first["seconds"])  # the second epoch: nothing to compile
+    table(
+        ["what", "steps/s"],
+        [
+            ["vector env alone (probs)", fmt_rate(rate["alone"])],
+            ["vector env + GRU act", fmt_rate(rate["forecaster"])],
+            ["GRU training (lanes 128, windows of 128 steps)", fmt_rate(train_rate)],
+        ],
+    )
+    print(
+        f"forecasts/s at {n:,} envs: {fmt_rate(rate['forecaster'])} (target >= 100 k: "
+        f"{'ok' if rate['forecaster'] >= 1e5 else 'below target'}); {rate['alone'] / rate['forecaster']:.1f}x the "
+        f"time of the env alone"
+    )
+    ctx.figure(
+        f"GRU forecaster in the vector env, {n:,} envs: {fmt_rate(rate['forecaster'])} forecasts/s, "
+        f"{rate['alone'] / rate['forecaster']:.1f}x the env alone's time ({fmt_rate(rate['alone'])}); "
+        f"training {fmt_rate(train_rate)} steps/s"
+    )
+
+
 @benchmark("dataset")
 def bench_dataset(ctx):
     """beggar_env.datasets.generate: samples/s on 1 thread and on all threads."""

@@ -33,3 +33,15 @@ def test_predictor_beats_chance_late_in_games(games):
     out = run("train_predictor.py", games)
     late = float(re.search(r"progress 0\.75-1\.00: accuracy (0\.\d+)", out).group(1))
     assert late > 0.8  # near the end, hand sizes tell the winner
+
+
+def test_sequence_example_writes_a_report_the_tables_can_take(tmp_path):
+    pytest.importorskip("torch", reason="the sequence forecasters need torch (pip install 'beggar-env[rl]')")
+    from beggar_env.forecasting import protocol
+
+    out = run("sequence_forecasters.py", "--quick", "--rows", "gru:public:outcome", "--out", str(tmp_path))
+    assert re.search(r"2 players, GRU \(public stream\): accuracy 0\.\d+, log loss \d\.\d+", out)
+    report = protocol.Report.load(tmp_path / "gru_public_outcome_2p.json")
+    assert report["observation"] == "public" and report["train_games"] == 200 and len(report["history"]) == 1
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| 2 | GRU (public stream) |" in summary and "| 200 |" in summary

@@ -10,12 +10,16 @@ protocol for all of them, and the published study.
   :func:`evaluate` (any forecaster or policy, on the published protocol) gives a
   :class:`Report` (a row of the published tables, a submission file); :func:`compare`
   gives the paired difference of two;
-* :mod:`~beggar_env.forecasting.baselines`: ``beggar baselines``, the published tables.
+* :mod:`~beggar_env.forecasting.baselines`: ``beggar baselines``, the published tables;
+* :mod:`~beggar_env.forecasting.events`: the per-step encoding a sequence model reads;
+  :mod:`~beggar_env.forecasting.sequences` (games as PyTorch training data) and
+  :mod:`~beggar_env.forecasting.sequence_models` (a GRU and a causal transformer over the
+  stream) need torch and are imported on their own.
 
 ``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
 """
 
-from . import baselines, features, forecasters, protocol, rollouts
+from . import baselines, events, features, forecasters, protocol, rollouts
 from .forecasters import Forecaster
 from .protocol import Report, TestSet, compare, evaluate, evaluate_policy
 
@@ -27,6 +31,7 @@ __all__ = [
     "baselines",
     "evaluate",
     "evaluate_policy",
+    "events",
     "features",
     "forecasters",
     "protocol",

@@ -145,12 +145,13 @@ class SequenceForecaster(Forecaster):
     module docstring).
 
     Training: ``epochs`` passes of ``games`` fresh random games each (seeded by ``seed``),
-    packed into ``lanes`` streams cut into windows of ``window`` steps; Adam at ``lr``;
+    packed into ``lanes`` streams cut into windows of ``window`` steps; Adam from ``lr``,
+    decayed along a cosine to ``lr`` / 20 by the end;
     after each epoch the log loss on ``val_games`` held-out games picks the best epoch
     (``history`` keeps each epoch's figures: the learning curve). ``target`` is
     ``"outcome"`` (the 0/1 winner) or ``"bayes"`` (the Bayes forecaster's probabilities with
     ``soft_k`` rollouts a position: distillation). ``threads`` sets torch's threads while
-    it trains and forecasts (1 by default: on a few shared cores more threads are slower).
+    it trains and forecasts (None: torch's default, one per core).
     """
 
     recurrent = True
@@ -173,7 +174,7 @@ class SequenceForecaster(Forecaster):
         soft_k=sequences.SOFT_K,
         val_games=500,
         seed=1,
-        threads=1,
+        threads=None,
         name=None,
     ):
         super().__init__(n_players)
@@ -191,7 +192,7 @@ class SequenceForecaster(Forecaster):
         self.soft_k = checks.count("soft_k", soft_k, 1)
         self.val_games = checks.count("val_games", val_games, 1)
         self.seed = int(checks.seed(seed))
-        self.threads = checks.count("threads", threads, 1)
+        self.threads = None if threads is None else checks.count("threads", threads, 1)
         self._name = name
         self.model = None
         self.history = []
@@ -246,15 +247,23 @@ class SequenceForecaster(Forecaster):
                 )
             )
             streams = self.streams()
+            # Cosine decay from lr to lr / 20 over the windows of the whole run, counted ahead
+            # from the held-out games' mean length (the same distribution as the training games).
+            windows_ahead = self.epochs * self.games * validation.lengths.mean() / (self.lanes * self.window)
+            schedule = torch.optim.lr_scheduler.LambdaLR(
+                optimiser, lambda i: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * min(i / max(windows_ahead, 1), 1.0)))
+            )
             best, best_loss, seen = None, np.inf, 0
             self.history = []
             for epoch in range(self.epochs):
                 streams.set_epoch(epoch)
                 self.model.train()
-                state = None
+                state, steps = None, 0
                 for window in sequences.windows(streams, self.lanes, self.window):
                     state, begun = self._step(optimiser, window, state)
+                    schedule.step()
                     seen += begun
+                    steps += int(window.valid.sum())
                     if progress is not None:
                         progress(min(seen, self.games * self.epochs), self.games * self.epochs)
                 self.model.eval()
@@ -267,6 +276,7 @@ class SequenceForecaster(Forecaster):
                     {
                         "epoch": epoch + 1,
                         "games": (epoch + 1) * self.games,
+                        "steps": steps,  # trained on in this epoch
                         "val_log_loss": loss,
                         "val_accuracy": accuracy,
                         "seconds": time.perf_counter() - started,
@@ -293,7 +303,7 @@ class SequenceForecaster(Forecaster):
             per_step = -(window.soft * log_probs).sum(dim=2)
         else:
             per_step = -log_probs.gather(2, window.label[..., None])[..., 0]
-        loss = per_step[valid].mean()
+        loss = per_step[valid].sum() / valid.numel()  # a pass's last, ragged windows weigh what they hold
         optimiser.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -394,7 +404,8 @@ class _threads:
 
     def __enter__(self):
         self.before = torch.get_num_threads()
-        torch.set_num_threads(self.n)
+        if self.n is not None:
+            torch.set_num_threads(self.n)
 
     def __exit__(self, *exc):
         torch.set_num_threads(self.before)
