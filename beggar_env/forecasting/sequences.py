@@ -79,9 +79,7 @@ def encode_dataset(dataset, level="public", soft=None) -> Games:
         )
     level = checks.choice("observation", level, events.LEVELS)
     fields = dataset.fields
-    offsets = np.flatnonzero(np.r_[True, dataset.game[1:] != dataset.game[:-1], True]).astype(np.int64)
-    if len(dataset) == 0:
-        offsets = np.zeros(1, np.int64)
+    offsets = _game_offsets(dataset).astype(np.int64)
     soft_labels = None
     if soft is not None:
         soft_labels = soft.predict_proba({name: fields[name] for name in _counted_fields(fields)}).astype(np.float32)
@@ -187,16 +185,26 @@ class GameStreams(torch.utils.data.IterableDataset):
             yield self.chunk(j, threads)
 
 
-def from_dataset(dataset, observation="public", *, chunk_games=1024, soft_k=None, seed=0) -> Iterator[Games]:
-    """A dataset in memory (every card step) as :class:`Games` chunks, in game order."""
+def from_dataset(dataset, observation="public", *, chunk_games=1024, soft_k=None, seed=0, first_chunk=0):
+    """A dataset in memory (every card step) as :class:`Games` chunks of ``chunk_games``
+    games, in game order; with ``soft_k``, chunk ``j``'s soft labels come from rollouts
+    seeded by ``(seed, first_chunk + j)``."""
     chunk_games = checks.count("chunk_games", chunk_games, 1)
-    whole = dataset
-    offsets = np.flatnonzero(np.r_[True, whole.game[1:] != whole.game[:-1], True])
-    for lo in range(0, len(offsets) - 1, chunk_games):
+    offsets = _game_offsets(dataset)
+    for j, lo in enumerate(range(0, len(offsets) - 1, chunk_games)):
         hi = min(lo + chunk_games, len(offsets) - 1)
-        part = _rows(whole, offsets[lo], offsets[hi])
-        soft = None if soft_k is None else BayesMC(whole.n_players, k=soft_k, seed=seed + lo)
-        yield encode_dataset(part, observation, soft)
+        soft = None
+        if soft_k is not None:
+            chunk_seed = int(np.random.SeedSequence([seed, first_chunk + j]).generate_state(1, np.uint64)[0])
+            soft = BayesMC(dataset.n_players, k=soft_k, seed=chunk_seed)
+        yield encode_dataset(_rows(dataset, offsets[lo], offsets[hi]), observation, soft)
+
+
+def _game_offsets(dataset):
+    """Where each game's rows begin, and the number of rows at the end."""
+    return (
+        np.flatnonzero(np.r_[True, dataset.game[1:] != dataset.game[:-1], True]) if len(dataset) else np.zeros(1, int)
+    )
 
 
 def _rows(dataset, lo, hi):
@@ -212,19 +220,20 @@ def _rows(dataset, lo, hi):
 def from_shards(
     directory, observation="public", *, chunk_games=1024, split=None, soft_k=None, seed=0, batch_size=1 << 16
 ):
-    """The games of a folder of Parquet shards (every card step), as :class:`Games` chunks
-    in game order, reading ``datasets.batches`` of ``batch_size`` rows in bounded memory (a
-    game's rows may span batches)."""
+    """The games of a folder of Parquet shards (every card step) as :func:`from_dataset`
+    gives them from ``datasets.load(directory)``, reading ``datasets.batches`` of
+    ``batch_size`` rows: in memory, at most a chunk of games and a batch (a game's rows may
+    span batches)."""
     from ..datasets import columns, reading, shards
 
+    chunk_games = checks.count("chunk_games", chunk_games, 1)
     meta = reading.read_info(directory)
     job = shards.Job.from_dict(meta["job"])
     if str(job.samples) != "card":
         raise ValueError(f"{directory}: a stream needs every card step (samples='card'), not samples={job.samples!r}")
     layout = job.config.layout
     observation_columns = columns.ObservationColumns(layout)
-    pending = None
-    kept = []
+    pending, made = None, 0  # rows of the games not yet in a chunk (the last may go on in the next batch)
     for batch in reading.batches(directory, split=split, batch_size=batch_size):
         read = {name: batch.column(i).to_numpy(zero_copy_only=False) for i, name in enumerate(batch.schema.names)}
         rows = np.empty((batch.num_rows, layout.size), np.int32)
@@ -237,19 +246,21 @@ def from_shards(
             samples="card",
             seed=job.seed,
         )
-        if pending is not None:
-            part = _join(pending, part)
-        last = np.flatnonzero(part.game != part.game[-1])
-        cut = int(last[-1]) + 1 if len(last) else 0
-        pending = _rows(part, cut, len(part))  # the last game may go on in the next batch
-        if cut:
-            kept.append(_rows(part, 0, cut))
-        while kept and sum(len(np.unique(k.game)) for k in kept) >= chunk_games:
-            yield from _flush(kept, observation, chunk_games, soft_k, seed)
+        part = part if pending is None else _join(pending, part)
+        offsets = _game_offsets(part)
+        whole_games = len(offsets) - 2  # all but the last, which may go on
+        ready = whole_games - whole_games % chunk_games
+        if ready:
+            yield from from_dataset(
+                _rows(part, 0, offsets[ready]), observation, chunk_games=chunk_games, soft_k=soft_k, seed=seed,
+                first_chunk=made,
+            )  # fmt: skip
+            made += ready // chunk_games
+        pending = _rows(part, offsets[ready], len(part))
     if pending is not None and len(pending):
-        kept.append(pending)
-    if kept:
-        yield from _flush(kept, observation, chunk_games, soft_k, seed, final=True)
+        yield from from_dataset(
+            pending, observation, chunk_games=chunk_games, soft_k=soft_k, seed=seed, first_chunk=made
+        )
 
 
 def _join(a, b):
@@ -260,21 +271,6 @@ def _join(a, b):
         samples=a.samples,
         seed=a.seed,
     )
-
-
-def _flush(kept, observation, chunk_games, soft_k, seed, final=False):
-    whole = kept[0]
-    for more in kept[1:]:
-        whole = _join(whole, more)
-    kept.clear()
-    offsets = np.flatnonzero(np.r_[True, whole.game[1:] != whole.game[:-1], True])
-    n_games = len(offsets) - 1
-    full = n_games if final else n_games - n_games % chunk_games
-    yield from from_dataset(
-        _rows(whole, 0, offsets[full]), observation, chunk_games=chunk_games, soft_k=soft_k, seed=seed
-    )
-    if full < n_games:
-        kept.append(_rows(whole, offsets[full], len(whole)))
 
 
 @dataclass
