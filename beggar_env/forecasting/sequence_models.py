@@ -67,10 +67,6 @@ class GRUNet(nn.Module):
     def detach(state):
         return state.detach()
 
-    @staticmethod
-    def select(state, rows):
-        return state[rows]
-
 
 class CausalTransformer(nn.Module):
     """A pre-norm transformer whose step attends to the last ``context`` steps of its own
@@ -133,11 +129,6 @@ class CausalTransformer(nn.Module):
     def detach(state):
         memory, game, current = state
         return [mem.detach() for mem in memory], game, current
-
-    @staticmethod
-    def select(state, rows):
-        memory, game, current = state
-        return [mem[rows] for mem in memory], game[rows], current[rows]
 
 
 class SequenceForecaster(Forecaster):
