@@ -548,16 +548,14 @@ def _redraw(baselines, out, reports, given_out):
         written = baselines.write_tables_and_pictures(results, out)
         print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
         return
-    protocol = baselines.Protocol(**{**results["protocol"], "bayes_sweep": tuple(results["protocol"]["bayes_sweep"])})
     for report in reports:
         if not os.path.isfile(report):
             raise UsageError(f"beggar baselines: --forecaster: no such file: {report}")
-        try:
-            baselines.read_report(report, protocol, [int(n) for n in results["players"]])
-        except ValueError as error:
-            raise UsageError(f"beggar baselines: --forecaster: {error}") from None
     command = f"beggar baselines --redraw --out {given_out}" + "".join(f" --forecaster {r}" for r in reports)
-    written = baselines.add_to_written(out, reports, command)
+    try:
+        written = baselines.add_to_written(results, out, reports, command)
+    except ValueError as error:
+        raise UsageError(f"beggar baselines: --forecaster: {error}") from None
     print(f"{len(reports)} rows added to {path}; tables.md and {len(written)} pictures written again")
 
 

@@ -232,15 +232,14 @@ def add_reports(results, paths):
         block["reports"].insert(-1, report)
 
 
-def add_to_written(out, paths, command):
-    """Add reports as rows to the study written in ``out`` (``results.json``), without
-    running it again (a row of the same forecaster is replaced), and write the tables and
-    pictures again; ``command`` is recorded beside the study's own."""
-    path = Path(out) / "results.json"
-    results = json.loads(path.read_text())
+def add_to_written(results, out, paths, command):
+    """Add reports as rows to ``results``, the study written in ``out`` (its ``results.json``),
+    without running it again (a row of the same forecaster is replaced), and write it, the
+    tables and the pictures again; ``command`` is recorded beside the study's own. A report
+    of another test set is refused (``ValueError``) before anything is written."""
     add_reports(results, paths)
     results["added"] = [*[c for c in results.get("added", []) if c != command], command]
-    _write_text(path, json.dumps(results, indent=1))
+    _write_text(Path(out) / "results.json", json.dumps(results, indent=1))
     return write_tables_and_pictures(results, out)
 
 

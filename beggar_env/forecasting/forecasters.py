@@ -47,11 +47,16 @@ class Forecaster:
         """The action for ``Beggar-v0`` (one observation) or its vector env (a batch)."""
         checks.choice("forecast", forecast, ("label", "probs"))
         batched = np.ndim(obs["cards"]) == 1
-        probs = self.predict_proba(obs if batched else {name: np.asarray(v)[None] for name, v in obs.items()})
+        probs = self.step_proba(obs if batched else {name: np.asarray(v)[None] for name, v in obs.items()})
         if forecast == "label":
             labels = probs.argmax(axis=1)
             return labels if batched else int(labels[0])
         return probs.astype(np.float32) if batched else probs[0].astype(np.float32)
+
+    def step_proba(self, obs: dict) -> np.ndarray:
+        """The forecasts ``act`` plays for a batch of this step's observations: those of
+        ``predict_proba`` (a forecaster with a memory also advances it here)."""
+        return self.predict_proba(obs)
 
     def __repr__(self):
         return f"{type(self).__name__}(n_players={self.n_players})"

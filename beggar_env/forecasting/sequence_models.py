@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from .. import checks
-from . import events, sequences
+from . import events, protocol, sequences
 from .forecasters import Forecaster
 from .sequences import torch
 
@@ -212,13 +212,13 @@ class SequenceForecaster(Forecaster):
             return GRUNet(width, self.n_outcomes, self.hidden)
         return CausalTransformer(width, self.n_outcomes, self.hidden, 4, self.layers, self.context)
 
-    def streams(self, games=None, seed=None):
-        """The training streams (or, with another ``seed``, held-out games)."""
+    def streams(self):
+        """The training streams: fresh games every epoch, with soft labels for ``target="bayes"``."""
         return sequences.GameStreams(
             self.n_players,
             self.observation,
-            games or self.games,
-            seed=self.seed if seed is None else seed,
+            self.games,
+            seed=self.seed,
             soft_k=self.soft_k if self.target == "bayes" else None,
         )
 
@@ -230,13 +230,10 @@ class SequenceForecaster(Forecaster):
         with _threads(self.threads):
             self.model = self.new_model()
             optimiser = torch.optim.Adam(self.model.parameters(), lr=self.lr)
-            validation = next(
-                iter(
-                    sequences.GameStreams(
-                        self.n_players, self.observation, self.val_games, seed=self.seed + 1, chunk_games=self.val_games
-                    )
-                )
+            held_out = sequences.GameStreams(
+                self.n_players, self.observation, self.val_games, seed=self.seed + 1, chunk_games=self.val_games
             )
+            validation = held_out.chunk(0)  # outcomes only: the held-out games are scored as the protocol scores
             streams = self.streams()
             # Cosine decay from lr to lr / 20 over the windows of the whole run, counted ahead
             # from the held-out games' mean length (the same distribution as the training games).
@@ -258,11 +255,10 @@ class SequenceForecaster(Forecaster):
                     if progress is not None:
                         progress(min(seen, self.games * self.epochs), self.games * self.epochs)
                 self.model.eval()
-                probs = self.forecast_games(validation)
-                labels = np.repeat(validation.label, validation.lengths)
-                truth = np.clip(probs[np.arange(len(labels)), labels], 1e-6, 1)
-                loss = float(-np.log(truth).mean())
-                accuracy = float((probs.argmax(axis=1) == labels).mean())
+                scores = protocol.position_scores(
+                    self.forecast_games(validation), np.repeat(validation.label, validation.lengths)
+                )
+                loss, accuracy = float(scores["log_loss"].mean()), float(scores["accuracy"].mean())
                 self.history.append(
                     {
                         "epoch": epoch + 1,
@@ -343,15 +339,11 @@ class SequenceForecaster(Forecaster):
         """Forget the state of every env (``act`` also resets an env where its game starts)."""
         self._state = None
 
-    def act(self, obs, forecast="label"):
-        """The action for this step of ``Beggar-v0`` (one observation) or the vector env (a
-        batch): the state of each env advances by one step; it resets where no card has
-        been played yet."""
+    def step_proba(self, obs):
+        """This step's forecasts for a batch of envs (``act`` plays them in ``Beggar-v0`` or
+        the vector env): the state of each env advances by one step; it resets where no card
+        has been played yet."""
         self._require_model()
-        checks.choice("forecast", forecast, ("label", "probs"))
-        batched = np.ndim(obs["cards"]) == 1
-        if not batched:
-            obs = {name: np.asarray(v)[None] for name, v in obs.items()}
         n = len(obs["cards"])
         x = torch.from_numpy(events.encode(obs, self.observation))[:, None]
         start = torch.from_numpy(np.asarray(obs["cards"]) == 0)[:, None]
@@ -359,11 +351,7 @@ class SequenceForecaster(Forecaster):
             if self._state is None or self._lanes_of(self._state) != n:
                 self._state = self.model.initial(n)
             logits, self._state = self.model(x, start, self._state)
-            probs = torch.softmax(logits[:, 0].double(), dim=1).numpy()
-        if forecast == "label":
-            labels = probs.argmax(axis=1)
-            return labels if batched else int(labels[0])
-        return probs.astype(np.float32) if batched else probs[0].astype(np.float32)
+            return torch.softmax(logits[:, 0].double(), dim=1).numpy()
 
     def save(self, path):
         """The trained weights and settings as a torch file."""
