@@ -482,7 +482,7 @@ def play(policy, test: TestSet, observation, forecast, progress=None):
     seconds, scored = 0.0, 0
     while not done.all():
         started = time.perf_counter()
-        actions = np.asarray(policy(obs))
+        actions = _check_actions(policy(obs), test.games, test.n_players + 1, forecast)
         seconds += time.perf_counter() - started
         forecasts = np.eye(test.n_players + 1)[actions] if forecast == "label" else actions
         live = np.flatnonzero(~done & (obs["cards"] < n_rows))
@@ -494,6 +494,26 @@ def play(policy, test: TestSet, observation, forecast, progress=None):
         done |= terminated
     envs.close()
     return probs, seconds
+
+
+def _check_actions(actions, n, n_outcomes, forecast):
+    """A policy's actions for ``n`` envs: labels (ints 0 .. n_outcomes - 1) or probability rows."""
+    what = f"a policy (an object without predict_proba, not a forecaster) must return {n} actions, one per env"
+    try:
+        actions = np.asarray(actions)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}, not {checks.excerpt(actions)}") from None
+    if forecast == "probs":
+        if actions.shape != (n, n_outcomes) or not np.issubdtype(actions.dtype, np.number):
+            raise ValueError(f"{what}: rows of {n_outcomes} probabilities, not {checks.excerpt(actions)}")
+        return _check_forecasts(actions, n, n_outcomes)
+    if (
+        actions.shape != (n,)
+        or not np.issubdtype(actions.dtype, np.integer)
+        or not ((actions >= 0) & (actions < n_outcomes)).all()
+    ):
+        raise ValueError(f"{what}: labels 0 to {n_outcomes - 1}, not {checks.excerpt(actions)}")
+    return actions
 
 
 def compare(a: Report, b: Report, *, bootstrap=1000, seed=0) -> dict:
