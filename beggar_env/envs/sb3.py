@@ -20,6 +20,11 @@ stores one array. With ``flatten=False`` they stay the ``Dict`` for ``MultiInput
 which flattens each field and concatenates them anyway (no field here is an image), at
 the cost of a buffer and a preprocessing pass per field.
 
+``LogitActions`` lets PPO's Gaussian actions be a calibrated forecast: the policy acts
+with unbounded logits, the wrapper hands their softmax to an env made with
+``forecast="probs"``, and a proper scoring reward (``reward="log"``) makes the
+probabilities that maximise the expected reward the true ones.
+
 Needs Stable-Baselines3 and torch: ``pip install 'beggar-env[rl]'``. Nothing else in the
 package imports this module.
 """
@@ -34,7 +39,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from .. import checks
 
 try:
-    from stable_baselines3.common.vec_env import VecEnv
+    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 except ImportError as exc:  # pragma: no cover (the tests of this module skip without SB3)
     raise ImportError(
         "beggar_env.envs.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'"
@@ -200,6 +205,39 @@ class SB3VecEnv(VecEnv):
                 " at a reset), got " + repr(options)[:200]
             )
         return {"deals": [o["deal"] for o in options]}
+
+
+class LogitActions(VecEnvWrapper):
+    """An SB3 ``VecEnv`` made with ``forecast="probs"``, acting with logits: the policy's
+    action is ``n_outcomes`` real numbers (``Box(-bound, bound)``, which SB3 clips a
+    Gaussian action to), and the env is stepped with their softmax. Use
+    :func:`softmax` to read a policy's deterministic action as its forecast."""
+
+    def __init__(self, venv: VecEnv, bound: float = 20.0):
+        space = venv.action_space
+        if not (isinstance(space, spaces.Box) and space.shape == (space.shape[0],) and (space.low == 0).all()):
+            raise ValueError(
+                f"LogitActions wraps an env made with forecast='probs' (Box(0, 1) actions), not one acting in {space}"
+            )
+        bound = checks.number("bound", bound, 0, strict=True)
+        logits = spaces.Box(-bound, bound, space.shape, np.float32)
+        super().__init__(venv, action_space=logits)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.venv.step_async(softmax(actions))
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        return self.venv.step_wait()
+
+
+def softmax(logits) -> np.ndarray:
+    """Rows of logits as rows of probabilities (float64, each summing to 1)."""
+    x = np.asarray(logits, np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def flatten_obs(space: spaces.Dict, obs: dict[str, np.ndarray]) -> np.ndarray:
