@@ -210,6 +210,59 @@ def test_clear_errors(sb3):
         env.reset()
 
 
+def test_logit_actions_step_the_env_with_their_softmax(sb3):
+    """LogitActions steps the env with softmax(logits): the same observations and rewards
+    as the probabilities handed to the unwrapped env; the rewards are the log score."""
+    n = 4
+    wrapped = sb3.LogitActions(sb3.make(n, forecast="probs", reward="log"))
+    plain = sb3.make(n, forecast="probs", reward="log")
+    assert wrapped.action_space.shape == (3,) and wrapped.action_space.low.min() == -20
+    for env in (wrapped, plain):
+        env.seed(9)
+    assert_same(wrapped.reset(), plain.reset())
+    rng = np.random.default_rng(0)
+    for t in range(300):
+        logits = rng.normal(0, 3, (n, 3)).astype(np.float32)
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        got, want = wrapped.step(logits), plain.step(probs.astype(np.float32))
+        assert_same(got[0], want[0], f"step {t}")
+        np.testing.assert_allclose(got[1], want[1], atol=1e-5)
+        assert (got[1] <= 0).all() and (got[1] >= np.log(1e-6) - 1e-6).all()
+    np.testing.assert_allclose(sb3.softmax([[0.0, np.log(3.0), -np.inf]]), [[0.25, 0.75, 0.0]])
+
+
+def test_mapped_observations_are_the_function_of_each_observation(sb3):
+    """MappedObservations hands the policy fn(obs), for the step's and the terminal
+    observations, exactly as fn maps the unwrapped env's."""
+    from beggar_env.forecasting import features
+
+    n, fn = 3, features.counted_features
+    mapped = sb3.MappedObservations(sb3.make(n, observation="counted", flatten=False), fn)
+    plain = sb3.make(n, observation="counted", flatten=False)
+    assert mapped.observation_space.shape == (fn(plain.reset()).shape[1],)
+    for env in (mapped, plain):
+        env.seed(4)
+    np.testing.assert_array_equal(mapped.reset(), fn(plain.reset()))
+    ended = 0
+    for t in range(800):
+        actions = np.full(n, t % 3)
+        (obs, rewards, dones, infos), want = mapped.step(actions), plain.step(actions)
+        np.testing.assert_array_equal(obs, fn(want[0]), err_msg=f"step {t}")
+        np.testing.assert_array_equal(rewards, want[1])
+        for i in np.flatnonzero(dones):
+            last = {k: np.asarray(v)[None] for k, v in want[3][i]["terminal_observation"].items()}
+            np.testing.assert_array_equal(infos[i]["terminal_observation"], fn(last)[0])
+            ended += 1
+    assert ended >= 3
+    with pytest.raises(TypeError, match="Dict observations"):
+        sb3.MappedObservations(sb3.make(n), fn)
+    with pytest.raises(ValueError, match="forecast='probs'"):
+        sb3.LogitActions(sb3.make(n))
+    with pytest.raises(ValueError, match="matrix of 1 rows"):
+        sb3.MappedObservations(sb3.make(n, flatten=False), lambda obs: np.zeros(5))
+
+
 # ------------------------------------------------------------ without SB3 or torch
 
 
@@ -276,6 +329,56 @@ def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
         r["training"].pop("seconds")
         r["training"].pop("command")
     assert reports[0] == reports[1]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--reward", "log", "--inputs", "features"],
+        ["--algorithm", "recurrent", "--observation", "public", "--reward", "log", "--inputs", "features"],
+    ],
+    ids=["ppo-log", "recurrent-ppo-log"],
+)
+def test_ppo_example_calibrated_and_recurrent_rows(sb3, options, tmp_path):
+    """The logit policies' forecasts, played by the protocol in the vector env, are the
+    softmax of the model's deterministic action on the same observations; a recurrent
+    policy's state starts afresh at each game, so two identical games get identical
+    forecasts even after other games ran through it."""
+    from beggar_env.deals import format_deal, random_deals
+    from beggar_env.envs.sb3 import softmax
+    from beggar_env.forecasting import features
+
+    example = load_example()
+    args = example.parse_args(["--quick", *options])
+    model, envs, _ = example.train(args)
+    policy = example.forecaster(model, envs, args)
+    deal = format_deal(random_deals(1, 2, 5)[0], "compact")
+    play = gym.make_vec("Beggar-v0", num_envs=2, observation=args.observation, forecast="probs")
+    obs, _ = play.reset(options={"deals": [deal, deal]})
+    forecasts = []
+    for _ in range(30):
+        probs = policy(obs)
+        assert probs.shape == (2, 3) and np.allclose(probs.sum(axis=1), 1)
+        forecasts.append(probs)
+        obs, *_ = play.step(probs)
+    np.testing.assert_allclose(forecasts[5][0], forecasts[5][1], atol=1e-6)  # the same game, the same forecast
+    again = example.forecaster(model, envs, args)
+    obs, _ = play.reset(options={"deals": [deal, deal]})
+    np.testing.assert_allclose(again(obs), forecasts[0], atol=1e-6)
+    if args.algorithm == "ppo":
+        x = envs.normalize_obs(features.FEATURES[args.observation](obs))
+        action, _ = model.predict(x, deterministic=True)
+        np.testing.assert_allclose(again(obs), softmax(action), atol=1e-6)
+    first = policy(play.reset(options={"deals": [deal, deal]})[0])  # new games: a recurrent state starts afresh
+    np.testing.assert_allclose(first, forecasts[0], atol=1e-6)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "ppo_forecaster.py"), "--quick", *options, "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["training"]["reward"] == "log" and report["forecaster"] == example.row_name(args)
+    assert 0 <= report["slices"]["all"]["accuracy"]["value"] <= 1
 
 
 @pytest.mark.parametrize(

@@ -233,6 +233,40 @@ class LogitActions(VecEnvWrapper):
         return self.venv.step_wait()
 
 
+class MappedObservations(VecEnvWrapper):
+    """An SB3 ``VecEnv`` of ``Dict`` observations (``flatten=False``) whose policy reads
+    ``fn(obs)`` instead: ``fn`` maps a batch of observations (a dict of fields with a
+    leading batch axis) to a float matrix, one row per env, e.g. the forecasters'
+    features (``beggar_env.forecasting.features.counted_features``). Terminal observations
+    are mapped too."""
+
+    def __init__(self, venv: VecEnv, fn):
+        if not callable(fn):
+            raise TypeError(f"fn must be a callable (observations -> a matrix), not {type(fn).__name__}")
+        self.fn = fn
+        space = venv.observation_space
+        if not isinstance(space, spaces.Dict):
+            raise TypeError(f"MappedObservations wraps an env of Dict observations (flatten=False), not {space}")
+        probe = self._map({k: np.asarray(v)[None] for k, v in space.sample().items()}, 1)
+        super().__init__(venv, observation_space=spaces.Box(-np.inf, np.inf, probe.shape[1:], np.float32))
+
+    def _map(self, obs, n):
+        out = np.asarray(self.fn(obs), np.float32)
+        if out.ndim != 2 or len(out) != n:
+            raise ValueError(f"fn must map {n} observations to a matrix of {n} rows, not shape {out.shape}")
+        return out
+
+    def reset(self):
+        return self._map(self.venv.reset(), self.num_envs)
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for i in np.flatnonzero(dones).tolist():
+            last = infos[i]["terminal_observation"]
+            infos[i]["terminal_observation"] = self._map({k: np.asarray(v)[None] for k, v in last.items()}, 1)[0]
+        return self._map(obs, self.num_envs), rewards, dones, infos
+
+
 def softmax(logits) -> np.ndarray:
     """Rows of logits as rows of probabilities (float64, each summing to 1)."""
     x = np.asarray(logits, np.float64)
