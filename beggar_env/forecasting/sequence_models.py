@@ -67,6 +67,17 @@ class GRUNet(nn.Module):
     def detach(state):
         return state.detach()
 
+    def initial_step(self, batch):
+        return self.initial(batch)
+
+    def step(self, x, start, state):
+        """One step ``x`` (batch, 1, width) at a time, as ``forward`` plays it."""
+        return self.forward(x, start, state)
+
+    @staticmethod
+    def lanes(state):
+        return state.shape[0]
+
 
 class CausalTransformer(nn.Module):
     """A pre-norm transformer whose step attends to the last ``context`` steps of its own
@@ -129,6 +140,40 @@ class CausalTransformer(nn.Module):
     def detach(state):
         memory, game, current = state
         return [mem.detach() for mem in memory], game, current
+
+    def initial_step(self, batch):
+        """The state of ``step``: each layer's keys and values of the last ``context``
+        steps in a ring (attention has no positions, so their order does not matter), the
+        game of each slot (-1: empty), the next slot, and each lane's game number."""
+        shape = (batch, self.heads, self.context, self.d_model // self.heads)
+        keys = [(torch.zeros(shape), torch.zeros(shape)) for _ in self.blocks]
+        game = torch.full((batch, self.context), -1, dtype=torch.long)
+        return keys, game, 0, torch.zeros(batch, dtype=torch.long)
+
+    def step(self, x, start, state):
+        """One step ``x`` (batch, 1, width) for every lane, the forecasts ``forward`` gives
+        for that step: each layer computes the new step's query, key and value only and
+        attends to the cached keys of its game, so a step costs O(context), not
+        O(context²)."""
+        keys, slot_game, slot, current = state
+        batch = x.shape[0]
+        game = current + start[:, 0].long()
+        slot_game[:, slot] = game
+        mask = (slot_game == game[:, None])[:, None, None, :]  # (batch, 1, 1, context)
+        h = self.embed(x)
+        for block, (k_cache, v_cache) in zip(self.blocks, keys):
+            q, k, v = block["qkv"](block["norm1"](h)).split(self.d_model, dim=2)
+            shape = (batch, 1, self.heads, self.d_model // self.heads)
+            q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
+            k_cache[:, :, slot], v_cache[:, :, slot] = k[:, :, 0], v[:, :, 0]
+            attended = functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
+            h = h + block["out"](attended.transpose(1, 2).reshape(batch, 1, self.d_model))
+            h = h + block["mlp"](block["norm2"](h))
+        return self.head(self.norm(h)), (keys, slot_game, (slot + 1) % self.context, game)
+
+    @staticmethod
+    def lanes(state):
+        return state[-1].shape[0]
 
 
 class SequenceForecaster(Forecaster):
@@ -297,10 +342,6 @@ class SequenceForecaster(Forecaster):
         optimiser.step()
         return self.model.detach(state), int(window.start[valid].sum())  # and the games begun in this window
 
-    @staticmethod
-    def _lanes_of(state):
-        return state.shape[0] if isinstance(state, torch.Tensor) else state[1].shape[0]
-
     def _require_model(self):
         if self.model is None:
             raise RuntimeError(f"{self.name}: call fit() first")
@@ -348,9 +389,9 @@ class SequenceForecaster(Forecaster):
         x = torch.from_numpy(events.encode(obs, self.observation))[:, None]
         start = torch.from_numpy(np.asarray(obs["cards"]) == 0)[:, None]
         with torch.no_grad(), _threads(self.threads):
-            if self._state is None or self._lanes_of(self._state) != n:
-                self._state = self.model.initial(n)
-            logits, self._state = self.model(x, start, self._state)
+            if self._state is None or self.model.lanes(self._state) != n:
+                self._state = self.model.initial_step(n)
+            logits, self._state = self.model.step(x, start, self._state)
             return torch.softmax(logits[:, 0].double(), dim=1).numpy()
 
     def save(self, path):
