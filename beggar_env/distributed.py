@@ -38,10 +38,11 @@ SESSION_PREFIX = "beggar-env-ray-"  # the folder of a local Ray's session files 
 SESSION_FOLDER_LENGTH = 48  # longer, and Ray's socket paths inside it would pass the system's limit
 
 
-def check_backend(backend, threads, address=None):
-    """``backend``, one of :data:`BACKENDS`; ``threads`` (a local setting) is refused with
-    Ray, ``address`` (a cluster's) without it."""
-    backend = checks.choice("backend", backend, BACKENDS)
+def check_backend(backend, threads, address=None, choices=BACKENDS):
+    """``backend``, one of ``choices`` (:data:`BACKENDS`, or more where a job also runs on
+    a GPU: "cuda"); ``threads`` (a local setting) is refused with Ray, ``address`` (a
+    cluster's) without it."""
+    backend = checks.choice("backend", backend, choices)
     if backend == "ray" and threads is not None:
         raise ValueError("threads is for the local backend: Ray runs one worker per CPU of the cluster")
     if address is not None and (backend != "ray" or not isinstance(address, str)):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, core
+from . import checks, core, gpu
 from .core import Outcome, Phase
 from .deals import Deal, check_packed, pack_deals, parse_deal
 from .distributed import check_backend, require_ray
@@ -21,6 +21,7 @@ from .jit import check_threads, parallel
 CHUNKS_PER_THREAD = 4  # parallel batches split games into this many chunks per thread
 BLOCK_GAMES = 1 << 18  # games per block of `simulate_blocks` (about 20 MB of results)
 RAY_TASK_GAMES = 1 << 16  # games per task on a Ray worker
+BACKENDS = ("local", "ray", "cuda")  # where simulate plays: this machine's cores, Ray workers, a GPU
 
 Progress = Callable[[int, int], object]  # progress(done, total)
 
@@ -224,6 +225,18 @@ class _Batch:
                 if b == hi:
                     yield lo, block
 
+    def cuda_blocks(self, block_games, progress, results=None):
+        """:meth:`blocks` played on the GPU (:mod:`beggar_env.gpu`): the same results."""
+        buffer = None if results is not None else core.new_results(min(block_games, self.n_games), self.n_players)
+        for lo in range(0, self.n_games, block_games):
+            hi = min(lo + block_games, self.n_games)
+            block = results[lo:hi] if results is not None else buffer[: hi - lo]
+            report = None if progress is None else lambda done, lo=lo: progress(lo + done, self.n_games)
+            gpu.play_batch(
+                self.deals(lo, hi), self.max_cards, self.max_tricks, self.detect_cycles, block, self.capacity, report
+            )
+            yield lo, block
+
     def blocks(self, block_games, threads, progress, results=None):
         """Yield (lo, results of games lo .. lo + len - 1), block after block; with
         ``results`` given (all games), the blocks are its slices, else one reused buffer."""
@@ -289,7 +302,9 @@ def simulate(
     whatever ``threads`` is (None: all cores). ``progress``, if given, is called as
     ``progress(games_done, n_games)`` a few times a second. ``backend="ray"`` plays them
     on Ray workers, one per CPU, of a local Ray or of the cluster at ``address`` (see
-    :mod:`beggar_env.distributed`), with the same results.
+    :mod:`beggar_env.distributed`), with the same results; ``backend="cuda"`` plays them
+    on an NVIDIA GPU, one game per thread (:mod:`beggar_env.gpu`; the extra
+    ``beggar-env[cuda]``), with the same results too.
 
     Returns a numpy recarray, one record per game, with fields ``outcome`` (an index into
     ``beggar_env.OUTCOMES``: 1 win, 2 cycle, 3 limit), ``winner`` (-1: none), ``cards``,
@@ -334,9 +349,14 @@ def simulate_blocks(
 
 
 def _blocks(batch, block_games, threads, progress, results, backend, address):
-    """The blocks of a batch, played here or on Ray."""
+    """The blocks of a batch, played here, on a GPU or on Ray."""
     checks.callback("progress", progress)
-    if check_backend(backend, threads, address) == "local":
+    backend = check_backend(backend, threads, address, BACKENDS)
+    if backend == "local":
         return batch.blocks(block_games, check_threads(threads), progress, results)
+    if backend == "cuda":
+        gpu.check_options(threads, batch.detect_cycles, batch.max_cards, batch.max_tricks)
+        gpu.require_cuda()
+        return batch.cuda_blocks(block_games, progress, results)
     require_ray()
     return batch.ray_blocks(block_games, address, progress, results)

@@ -99,6 +99,7 @@ def build_parser():
     s.add_argument("--json", action="store_true", help="print the raw results as JSON")
     s.add_argument("--out", metavar="FILE.npz", help="save the raw results as .npz")
     _add_ray(s)
+    _add_backend(s)
 
     d = commands.add_parser(
         "dataset",
@@ -345,7 +346,11 @@ def _cmd_simulate(args):
     out = _out_path("simulate", args.out) if args.out is not None else None
     seed = _seed(args)
     options = dict(n_players=args.players, threads=args.threads, max_cards=args.max_cards, max_tricks=args.max_tricks)
-    if args.ray is not None:
+    if args.backend == "cuda":
+        _require_cuda("simulate", args)
+        options.update(backend="cuda")
+        _compiling_notice(lambda: simulate(1, seed=seed, **options))
+    elif args.ray is not None:
         _require_ray("simulate", args)
         options.update(threads=None, backend="ray", address=args.ray)
     else:
@@ -585,6 +590,28 @@ def _add_ray(parser):
     )
 
 
+def _add_backend(parser, only=""):
+    parser.add_argument(
+        "--backend",
+        choices=("local", "cuda"),
+        default="local",
+        help=f"local: this machine's cores (default); cuda: an NVIDIA GPU{only}, needs beggar-env[cuda]",
+    )
+
+
+def _require_cuda(command, args):
+    """Check ``--backend cuda`` before any work: not with ``--ray`` nor ``--threads``, numba-cuda and a GPU there."""
+    from .. import gpu
+
+    for given, flag in ((args.ray is not None, "--ray"), (args.threads is not None, "--threads")):
+        if given:
+            raise UsageError(f"beggar {command}: --backend cuda runs on a GPU: {flag} is not for it")
+    try:
+        gpu.require_cuda()
+    except (ImportError, ValueError) as error:
+        raise UsageError(f"beggar {command}: --backend cuda: {error}") from None
+
+
 def _real_number(minimum, strict=False):
     """An argparse type: a finite number ``>= minimum`` (``> minimum`` if ``strict``), as
     :func:`beggar_env.checks.number` checks it for the API."""
@@ -654,6 +681,7 @@ def _add_search_parser(commands):
     q.add_argument("--resume", action="store_true", help="continue the file (and its run with these settings)")
     _add_run_options(q, "searching")
     _add_ray(q)
+    _add_backend(q, " (random search only)")
 
 
 def _clock(seconds):
@@ -748,7 +776,13 @@ def _cmd_search(args):
         starts=args.start,
     )
     out = _search_path(args.out, args.resume)
-    if args.ray is None:  # load or compile the searcher before the timed run
+    if args.backend == "cuda":
+        _require_cuda("search", args)
+        if args.strategy != "random":
+            raise UsageError(f"beggar search: --backend cuda runs strategy random only, not {args.strategy}")
+        backend = dict(backend="cuda")
+        _compiling_notice(lambda: search(args.players, deals=2, seed=0, **options, **backend))
+    elif args.ray is None:  # load or compile the searcher before the timed run
         backend = dict(threads=args.threads)
         warm = dict(options, walk_steps=2, starts=args.start[:1])
         _compiling_notice(lambda: search(args.players, deals=2, seed=0, threads=args.threads, **warm))

@@ -21,7 +21,7 @@ Monte Carlo: the ceiling for anything that sees only the table) and :class:`Orac
 
 import numpy as np
 
-from .. import checks, core
+from .. import checks, core, gpu
 from ..game import simulate_blocks
 from . import features
 
@@ -317,7 +317,9 @@ class BayesMC(Forecaster):
     cores, no Python per game); the outcome frequencies are smoothed by ``alpha`` pseudo-
     counts each, so the log score stays finite. A position whose unseen cards are of one
     class (or none) is determined and is played once, counting as ``k``. As ``k`` grows
-    the forecast converges to the exact posterior (``docs/forecasting.md``). ``max_cards``
+    the forecast converges to the exact posterior (``docs/forecasting.md``). With
+    ``backend="cuda"`` the rollouts run on a GPU (:mod:`beggar_env.gpu`), with the same
+    counts; ``threads`` is then refused. ``max_cards``
     must be the env's agreed limit.
     """
 
@@ -330,13 +332,19 @@ class BayesMC(Forecaster):
 
     ALPHA = 0.5  # pseudo-counts per outcome
 
-    def __init__(self, n_players=2, k=256, alpha=ALPHA, seed=0, max_cards=None, threads=None):
+    def __init__(self, n_players=2, k=256, alpha=ALPHA, seed=0, max_cards=None, threads=None, backend="local"):
+        from .rollouts import BACKENDS
+
         super().__init__(n_players)
         self.k = checks.count("k", k, 1)
         self.alpha = checks.number("alpha", alpha, 0)
         self.seed = int(checks.seed(seed))
         self.max_cards = checks.limit("max_cards", max_cards)
         self.threads = threads
+        self.backend = checks.choice("backend", backend, BACKENDS)  # "cuda": the rollouts on a GPU
+        if self.backend == "cuda":
+            gpu.check_options(threads, True, self.max_cards, core.NO_LIMIT)
+            gpu.require_cuda()
         self.cards_played = 0  # by the rollouts so far: for the benchmarks
 
     def counts(self, obs, progress=None):
@@ -345,7 +353,7 @@ class BayesMC(Forecaster):
 
         _check_obs(self, obs)
         counts, rollouts, played = play_out(
-            obs, self.hands_field, self.k, self.seed, self.max_cards, self.threads, progress
+            obs, self.hands_field, self.k, self.seed, self.max_cards, self.threads, progress, self.backend
         )
         self.cards_played += played
         return counts * (self.k / rollouts)[:, None]
@@ -363,8 +371,8 @@ class Oracle(BayesMC):
     observation = "full"
     hands_field = "hands"
 
-    def __init__(self, n_players=2, max_cards=None, threads=None):
-        super().__init__(n_players, k=1, alpha=0.0, max_cards=max_cards, threads=threads)
+    def __init__(self, n_players=2, max_cards=None, threads=None, backend="local"):
+        super().__init__(n_players, k=1, alpha=0.0, max_cards=max_cards, threads=threads, backend=backend)
 
 
 def baselines(

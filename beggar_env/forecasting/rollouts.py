@@ -16,7 +16,7 @@ uniform over the arrangements of the unseen cards in the unknown places (see
 import numpy as np
 from numba import prange
 
-from .. import core
+from .. import core, gpu
 from ..core import Outcome
 from ..jit import jit, parallel
 
@@ -38,13 +38,19 @@ def table_arrays(obs, hands_field):
     )
 
 
-def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None):
+BACKENDS = ("local", "cuda")  # where rollouts run: this machine's cores, or a GPU (beggar_env.gpu)
+
+
+def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, backend="local"):
     """Outcome counts of each position: (counts[n, n_players + 1], rollouts[n], cards played).
 
     A position with unseen cards of at least two classes is played ``k`` times, each with
     a fresh random arrangement; one with fewer is fixed by what is seen and played once.
+    ``backend="cuda"`` plays them on a GPU, one position per thread, with the same counts.
     """
     arrays = table_arrays(obs, hands_field)
+    if backend == "cuda":
+        return gpu.play_out(arrays, k, seed, max_cards, progress)
     n, n_players = arrays[0].shape[:2]
     counts = np.zeros((n, n_players + 1), np.int64)
     rollouts = np.zeros(n, np.int64)

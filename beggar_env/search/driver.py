@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 
 import numba
 
-from .. import checks, files
+from .. import checks, files, gpu
 from ..core import NO_LIMIT
 from ..deals import Deal, format_deal, parse_deal
 from ..distributed import check_backend, require_ray
@@ -50,7 +50,8 @@ from .searchers import STRATEGIES, SearchJob
 
 SAVE_EVERY = 2.0  # seconds between rewrites of the file while finds arrive
 CHECKPOINT_EVERY = 30.0  # seconds between rewrites that only record how far the run got
-TASK_SECONDS = {"local": 0.5, "ray": 1.0}  # the aim for one range of units
+TASK_SECONDS = {"local": 0.5, "ray": 1.0, "cuda": 1.0}  # the aim for one range of units
+BACKENDS = ("local", "ray", "cuda")  # where a search runs: this machine's cores, Ray workers, a GPU (random only)
 FIRST_TASK_GAMES = 1 << 13
 
 
@@ -101,7 +102,13 @@ def _check_arguments(
     players = checks.n_players(players)
     objective = checks.choice("objective", objective, OBJECTIVES)
     strategy = checks.choice("strategy", strategy, STRATEGIES)
-    backend = check_backend(backend, threads)
+    backend = check_backend(backend, threads, choices=BACKENDS)
+    if backend == "cuda":
+        gpu.check_options(threads, True, NO_LIMIT, NO_LIMIT)
+        if strategy != "random":
+            raise ValueError(
+                f"strategy {strategy!r} does not run on the CUDA backend (only 'random' does): use backend='local'"
+            )
     if deals is not None:
         deals = checks.count("deals", deals, 1)
     if minutes is not None:
@@ -301,6 +308,11 @@ class _Driver:
         for lo, hi, thresholds in self.tasks():
             self.merge(self.plan.job.run(lo, hi, thresholds, threads=self.threads, progress=self.on_partial))
 
+    def run_cuda(self):
+        self.started = time.perf_counter()
+        for lo, hi, thresholds in self.tasks():
+            self.merge(self.plan.job.run_cuda(lo, hi, thresholds, progress=self.on_partial))
+
     def run_ray(self):
         from ..distributed import Workers
 
@@ -314,7 +326,7 @@ class _Driver:
     def drive(self):
         run = self.plan.run
         try:
-            self.run_ray() if self.backend == "ray" else self.run_local()
+            {"ray": self.run_ray, "cuda": self.run_cuda}.get(self.backend, self.run_local)()
         finally:  # Ctrl-C, SIGTERM or an error: keep every find and how far the run got
             self.save()
         return self.status(
@@ -367,18 +379,21 @@ def search(
     is only continued with ``resume=True``: the run with the same settings
     (and ``seed``, by default the latest such run's) goes on from where it stopped, a new
     run adds its finds to the file's lists. ``backend="ray"`` runs the search on Ray
-    workers, one per CPU, on a local Ray or the cluster at ``address``; ``threads`` (local
-    backend, None: all cores). ``progress(status)`` is called a few times a second with
+    workers, one per CPU, on a local Ray or the cluster at ``address``; ``backend="cuda"``
+    on an NVIDIA GPU (strategy ``random`` only; :mod:`beggar_env.gpu`), with the same finds;
+    ``threads`` (local backend, None: all cores). ``progress(status)`` is called a few times a second with
     a :class:`SearchStatus`. Returns a :class:`SearchReport`.
     """
     players, objective, strategy, deals, minutes, starts, top, backend, walk_steps, temperature = _check_arguments(
         players, objective, strategy, deals, minutes, starts, top, backend, threads, walk_steps, temperature
     )
-    check_backend(backend, threads, address)
+    check_backend(backend, threads, address, BACKENDS)
     checks.callback("progress", progress)
     checks.boolean("resume", resume)
     if backend == "ray":
         require_ray()
+    elif backend == "cuda":
+        gpu.require_cuda()
     else:
         threads = check_threads(threads)
     lock = nullcontext() if out is None else files.exclusive(files.output_path(out, ".jsonl", name="out"))

@@ -30,7 +30,7 @@ from enum import IntEnum
 import numpy as np
 from numba import prange
 
-from .. import core
+from .. import core, gpu
 from ..core import NO_LIMIT, Outcome, Phase, derive_key, mix64
 from ..deals import Deal, parse_deal
 from ..game import CHUNKS_PER_THREAD
@@ -276,6 +276,25 @@ def _search(
 search_serial, search_parallel = serial_and_parallel(_search)
 
 
+def candidates(rows, thresholds, top):
+    """The games of GPU result rows (:func:`beggar_env.gpu.play_rows`) that may enter a top
+    list: per objective, the ``top`` best (higher score, then earlier game) of those that
+    reach its threshold (as :func:`score` and :func:`_is_candidate`); their row numbers."""
+    outcome, cards, tricks = rows[:, 0], rows[:, 2], rows[:, 3]
+    won = outcome == Outcome.WIN
+    scores = (
+        np.where(won, cards, NOT_ELIGIBLE),
+        np.where(won, tricks, NOT_ELIGIBLE),
+        np.where(outcome == Outcome.CYCLE, cards, NOT_ELIGIBLE),
+    )
+    picked = set()
+    for objective, points in enumerate(scores):
+        eligible = np.flatnonzero((points != NOT_ELIGIBLE) & (points >= thresholds[objective]))
+        order = np.lexsort((eligible, -points[eligible]))  # the higher score, then the earlier game
+        picked.update(eligible[order[:top]].tolist())
+    return sorted(picked)
+
+
 # ------------------------------------------------------------------ the job
 
 
@@ -415,6 +434,37 @@ class SearchJob:
             if progress is not None:
                 progress(self._games_done(lo, n_units, chunk_progress, walkers))
         return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
+
+    def run_cuda(self, lo, hi, thresholds, progress=None) -> RangeFinds:
+        """:meth:`run` on the GPU (:mod:`beggar_env.gpu`; strategy ``random`` only): the same
+        finds. The GPU plays every game of the range; the games that may enter a list are
+        taken from its results here."""
+        if self.strategy != "random":
+            raise ValueError(f"strategy {self.strategy!r} does not run on the CUDA backend: only 'random' does")
+        found = TopLists(self.top)
+        floor = np.asarray(thresholds, np.int64)
+        end = lo + self.games_in(lo, hi)
+        for a in range(lo, end, gpu.LAUNCH_GAMES):
+            b = min(a + gpu.LAUNCH_GAMES, end)
+            deals = core.shuffled_deals(np.uint64(self.seed), a)
+            rows = gpu.play_rows(
+                deals, b - a, self.n_players, core.capacity_for(core.DECK_SIZE), NO_LIMIT, NO_LIMIT, True
+            )
+            for k in candidates(rows, np.maximum(floor, found.thresholds()), self.top):
+                found.add(self._shuffled_find(a + k, rows[k : k + 1]))
+            if progress is not None:
+                progress(b - lo)
+        return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
+
+    def _shuffled_find(self, index, row):
+        record = core.new_results(1, self.n_players)
+        gpu.rows_to_records(row, record)
+        deck = np.zeros((1, core.DECK_SIZE), np.int64)
+        core.shuffled_decks(np.uint64(self.seed), index, deck)
+        classes = np.zeros(core.DECK_SIZE, np.int8)
+        sizes = np.zeros(self.n_players, np.int32)
+        deal_deck(deck[0], classes, sizes)
+        return self._find(index, record[0], classes, sizes)
 
     def _games_done(self, lo, n_units, chunk_progress, walkers):
         n_chunks = len(walkers)

@@ -1,0 +1,155 @@
+"""The engine on a GPU: ``backend="cuda"`` of :func:`beggar_env.simulate`, random search
+and the Bayes forecaster's rollouts, with the same results game for game as the CPU engine.
+
+The kernels (:mod:`beggar_env.gpu.kernels`, numba-cuda) play one game per thread with
+:mod:`beggar_env.core`'s rules, cycle detection and limits; random deals come from core's
+own ``derive_key`` and ``shuffle_deck`` compiled for the GPU, so a seed gives the same games.
+This module is the host side: checks, launches a bounded number of games at a time (Ctrl-C
+and progress between launches), and result records as core writes them.
+
+It needs the extra (``pip install 'beggar-env[cuda]'``: numba-cuda) and an NVIDIA GPU with
+its driver; ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) runs the same kernels
+on the CPU under numba's CUDA simulator, slowly: that is how the tests run without a GPU.
+"""
+
+import importlib.util
+
+import numba
+import numpy as np
+
+from .. import core
+
+INSTALL_HINT = "pip install 'beggar-env[cuda]'"
+THREADS_PER_BLOCK = 128
+SIMULATOR_THREADS = 8  # the simulator runs a block's threads as Python threads: few are enough
+LAUNCH_GAMES = 1 << 20  # games per kernel launch: Ctrl-C and progress between launches
+LAUNCH_POSITIONS = 1 << 14  # positions per rollouts launch (each is played k times)
+
+
+def simulated() -> bool:
+    """Whether numba's CUDA simulator stands in for a GPU (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return bool(numba.config.ENABLE_CUDASIM)
+
+
+def require_cuda():
+    """``numba.cuda``, ready to launch: ``ImportError`` naming what to install without
+    numba-cuda, ``ValueError`` without a GPU (both one line)."""
+    if not simulated() and importlib.util.find_spec("numba_cuda") is None:
+        raise ImportError(f"backend='cuda' needs numba-cuda, which is not installed: {INSTALL_HINT}")
+    from numba import cuda
+
+    if not simulated() and not cuda.is_available():
+        raise ValueError(
+            "backend='cuda' needs an NVIDIA GPU and its driver, and numba finds none "
+            "(NUMBA_ENABLE_CUDASIM=1 runs it on the CPU under numba's CUDA simulator, slowly)"
+        )
+    return cuda
+
+
+def check_options(threads, detect_cycles, max_cards, max_tricks):
+    """The settings the CUDA backend refuses: ``threads`` (the CPU's), and a run without
+    cycle detection nor limit (a game that never ends would hold its GPU thread for ever:
+    the CPU engine can be interrupted between calls)."""
+    if threads is not None:
+        raise ValueError("threads is for the local backend: the CUDA backend runs one game per GPU thread")
+    if not detect_cycles and max_cards == core.NO_LIMIT and max_tricks == core.NO_LIMIT:
+        raise ValueError(
+            "backend='cuda' with detect_cycles=False needs max_cards or max_tricks: "
+            "a game that never ends would run for ever on the GPU"
+        )
+
+
+def _threads():
+    return SIMULATOR_THREADS if simulated() else THREADS_PER_BLOCK
+
+
+def _blocks(n_items, per_block):
+    return max(1, -(-n_items // per_block))
+
+
+def rows_to_records(rows, results):
+    """Result rows of the kernels (int64: outcome, winner, cards, tricks, the four cycle
+    fields, hand sizes) into ``results`` (core.result_dtype records)."""
+    from .kernels import R_HAND_SIZES
+
+    names = ("outcome", "winner", "cards", "tricks", *core.result_dtype(1).names[5:])
+    for column, name in enumerate(names):
+        results[name] = rows[:, column]
+    results["hand_sizes"] = rows[:, R_HAND_SIZES:]
+
+
+def play_rows(deals, n_games, n_players, capacity, max_cards, max_tricks, detect_cycles):
+    """The result rows (int64 [n_games, 8 + n_players]) of ``n_games`` games of a core
+    deals tuple (``core.given_deals`` or ``core.shuffled_deals``), in one launch."""
+    cuda = require_cuda()
+    from .kernels import backlog_deals, games_kernel, result_length
+
+    cards, sizes, seed, first = deals
+    given = cards.shape[0] > 0
+    if not given:
+        cards, sizes = np.zeros((1, core.DECK_SIZE), np.int8), np.zeros((1, n_players), np.int32)
+    width = cards.shape[1]
+    threads = _threads()
+    kernel = games_kernel(n_players, capacity, width, threads)
+    out = cuda.device_array((max(n_games, 1), result_length(n_players)), np.int64)
+    blocks = _blocks(n_games, backlog_deals(threads, width, n_players))
+    kernel[blocks, threads](
+        np.int8(given),
+        cuda.to_device(np.ascontiguousarray(cards, np.int8)),
+        cuda.to_device(np.ascontiguousarray(sizes, np.int32)),
+        np.uint64(seed),
+        np.int64(first),
+        np.int64(n_games),
+        np.int64(max_cards),
+        np.int64(max_tricks),
+        np.int8(detect_cycles),
+        out,
+    )
+    return out.copy_to_host()[:n_games]
+
+
+def play_batch(deals, max_cards, max_tricks, detect_cycles, results, capacity, progress=None):
+    """:func:`core.play_batch` on the GPU: every game of ``deals`` into ``results``, in
+    launches of :data:`LAUNCH_GAMES`; ``progress(games_done)`` after each."""
+    cards, sizes, seed, first = deals
+    n_players = results.dtype["hand_sizes"].shape[0]
+    for lo in range(0, len(results), LAUNCH_GAMES):
+        hi = min(lo + LAUNCH_GAMES, len(results))
+        part = (
+            (cards[lo:hi], sizes[lo:hi], seed, first + lo) if cards.shape[0] > 0 else (cards, sizes, seed, first + lo)
+        )
+        rows = play_rows(part, hi - lo, n_players, capacity, max_cards, max_tricks, detect_cycles)
+        rows_to_records(rows, results[lo:hi])
+        if progress is not None:
+            progress(hi)
+
+
+def play_out(arrays, k, seed, max_cards, progress=None):
+    """rollouts.play_out's counts on the GPU, from its ``table_arrays``: (counts, rollouts,
+    cards played), the same numbers as the CPU's."""
+    cuda = require_cuda()
+    from .kernels import rollouts_kernel
+
+    n, n_players = arrays[0].shape[:2]
+    counts = np.zeros((n, n_players + 1), np.int64)
+    rollouts = np.zeros(n, np.int64)
+    played = np.zeros(n, np.int64)
+    threads = _threads()
+    kernel = rollouts_kernel(n_players, core.capacity_for(core.DECK_SIZE))
+    for lo in range(0, n, LAUNCH_POSITIONS):
+        hi = min(lo + LAUNCH_POSITIONS, n)
+        out = [cuda.to_device(a[lo:hi]) for a in (counts, rollouts, played)]
+        blocks = _blocks(hi - lo, 4 * threads)
+        kernel[blocks, threads](
+            *(cuda.to_device(np.ascontiguousarray(a[lo:hi])) for a in arrays),
+            np.int64(max_cards),
+            np.int64(k),
+            np.uint64(seed),
+            np.int64(lo),
+            *out,
+        )
+        for target, device_array in zip((counts, rollouts, played), out):
+            target[lo:hi] = device_array.copy_to_host()
+        if progress is not None:
+            progress(hi, n)
+    return counts, rollouts, int(played.sum())
