@@ -42,7 +42,9 @@ def _next_in(alive, seat, n_players):
 
 
 @jit
-def _write_predecessor(cards, starts, sizes, w, length, pile_start, leader, owner, out_cards, out_sizes, out_leaders, k):
+def _write_predecessor(
+    cards, starts, sizes, w, length, pile_start, leader, owner, out_cards, out_sizes, out_leaders, k
+):
     """Row ``k`` of the output: each seat's cards of the trick (``owner``), then the rest of its hand."""
     n_players = sizes.shape[0]
     at = 0
@@ -138,7 +140,18 @@ def _replays(cards, starts, sizes, w, length, leader, owner, stack, out_cards, o
             if accept and _several_hold(sizes, w, length, owner):
                 if found < out_cards.shape[0]:  # else counted, not written: the caller makes room
                     _write_predecessor(
-                        cards, starts, sizes, w, length, pile_start, leader, owner, out_cards, out_sizes, out_leaders, found
+                        cards,
+                        starts,
+                        sizes,
+                        w,
+                        length,
+                        pile_start,
+                        leader,
+                        owner,
+                        out_cards,
+                        out_sizes,
+                        out_leaders,
+                        found,
                     )
                 found += 1
             if depth == 0:
@@ -186,7 +199,9 @@ def count_predecessors(cards, sizes, leaders, counts):
         out_sizes = np.empty((0, sizes.shape[1]), np.int32)
         out_leaders = np.empty(0, np.int32)
         for i in range(lo, hi):
-            counts[i] = predecessors_into(cards[i], sizes[i], leaders[i], out_cards, out_sizes, out_leaders, owner, stack)
+            counts[i] = predecessors_into(
+                cards[i], sizes[i], leaders[i], out_cards, out_sizes, out_leaders, owner, stack
+            )
 
 
 @jit
@@ -212,7 +227,9 @@ def expand(cards, sizes, leaders, out_cards, out_sizes, out_leaders, parents):
             for k in range(total, min(total + n, out_cards.shape[0])):
                 parents[k] = i
         else:
-            n = predecessors_into(cards[i], sizes[i], leaders[i], out_cards[:0], out_sizes[:0], out_leaders[:0], owner, stack)
+            n = predecessors_into(
+                cards[i], sizes[i], leaders[i], out_cards[:0], out_sizes[:0], out_leaders[:0], owner, stack
+            )
         total += n
     return total
 
@@ -230,23 +247,19 @@ def position_arrays(deal, leader):
     return deal.classes(), np.array(deal.hand_sizes, np.int32), leader
 
 
+_SYMBOLS = np.array(list(core.CLASS_SYMBOLS))
+
+
 def _position(cards, sizes, leader):
-    hands, at = [], 0
-    for size in sizes:
-        hands.append(cards[at : at + size])
-        at += size
-    return Deal.from_classes([[int(c) for c in hand] for hand in hands]), int(leader)
+    """``(Deal, leader)`` from a position's engine arrays."""
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    symbols = _SYMBOLS[cards]
+    return Deal(tuple(tuple(symbols[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))), int(leader)
 
 
-def predecessors(deal: "str | Deal", leader: int = 0) -> list[tuple[Deal, int]]:
-    """Every trick-start position that reaches position (``deal``, ``leader``) after
-    exactly one trick: a list of ``(Deal, leader)`` in the same seats, in a fixed order.
-
-    A position where one seat holds every card is where a game ended: its predecessors are
-    the positions whose trick ends the game (``leader`` is then that seat). A position
-    none can reach gives an empty list (87% of random ones do: ``docs/cycles.md``).
-    """
-    cards, sizes, leader = position_arrays(deal, leader)
+def predecessor_arrays(cards, sizes, leader):
+    """:func:`predecessors` on engine arrays (unchecked: as :func:`position_arrays` gives
+    them): ``(cards[k, n_cards], sizes[k, players], leaders[k])``."""
     rows = PREDECESSORS_GUESS
     owner, stack = _scratch(len(cards))
     while True:
@@ -255,35 +268,75 @@ def predecessors(deal: "str | Deal", leader: int = 0) -> list[tuple[Deal, int]]:
         out_leaders = np.zeros(rows, np.int32)
         n = predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, owner, stack)
         if n <= rows:
-            return [_position(out_cards[k], out_sizes[k], out_leaders[k]) for k in range(n)]
+            return out_cards[:n], out_sizes[:n], out_leaders[:n]
         rows = n
 
 
-def play_trick(deal: "str | Deal", leader: int = 0) -> tuple[Deal, int]:
-    """The position one trick after (``deal``, ``leader``), played by the engine
-    (``core.step_trick``), as ``(Deal, leader)``; after the game's last trick, the winner
-    holds every card and leads (see :func:`predecessors`).
+def predecessors(deal: "str | Deal", leader: int = 0) -> list[tuple[Deal, int]]:
+    """Every trick-start position that reaches position (``deal``, ``leader``) after
+    exactly one trick: a list of ``(Deal, leader)`` in the same seats, in a fixed order.
+
+    A position where one seat holds every card is where a game ended: its predecessors are
+    the positions whose trick ends the game (``leader`` is then that seat). A position
+    none can reach gives an empty list (most random ones: ``docs/cycles.md``).
+    """
+    found = predecessor_arrays(*position_arrays(deal, leader))
+    return [_position(*row) for row in zip(*found)]
+
+
+@jit
+def trick_after(s, cards, sizes, leader, out_cards, out_sizes):
+    """Play one trick from a position in the engine (``core.step_trick``) and write the
+    position after it to ``out_cards`` and ``out_sizes``; return its leader (after the
+    game's last trick: the winner, who holds every card). ``s`` is a scratch state record
+    for that many players and cards; the position must have two hands or more with cards.
 
     The engine deals seat 0 to lead, so the seats are turned for it: seat ``leader``
     plays as seat 0, and the result is turned back.
     """
-    cards, sizes, leader = position_arrays(deal, leader)
-    n_players = len(sizes)
-    turned = [(leader + k) % n_players for k in range(n_players)]
-    deal = parse_deal(deal)
-    hands = [deal.classes()[sum(sizes[:p]) : sum(sizes[:p]) + sizes[p]] for p in range(n_players)]
-    state = core.new_states(1, n_players, core.capacity_for(len(cards))).view(np.recarray)
-    s = state[0]
-    ordered = np.concatenate([hands[p] for p in turned]).astype(np.int8)
-    core.init_state(s, ordered, np.array([sizes[p] for p in turned], np.int32), core.NO_LIMIT, core.NO_LIMIT)
-    if s.status != core.Outcome.RUNNING:
-        raise ValueError(f"{deal}: one seat holds every card, so the game is over and there is no trick to play")
+    n_players = sizes.shape[0]
+    starts = np.zeros(n_players + 1, np.int64)
+    for p in range(n_players):
+        starts[p + 1] = starts[p] + sizes[p]
+    turned_cards = np.empty(starts[n_players], np.int8)
+    turned_sizes = np.empty(n_players, np.int32)
+    at = 0
+    for k in range(n_players):
+        p = (leader + k) % n_players
+        turned_sizes[k] = sizes[p]
+        for i in range(starts[p], starts[p + 1]):
+            turned_cards[at] = cards[i]
+            at += 1
+    core.init_state(s, turned_cards, turned_sizes, core.NO_LIMIT, core.NO_LIMIT)
     core.step_trick(s)
     mask = s.pile.shape[0] - 1
-    after = [[] for _ in range(n_players)]
-    for k, p in enumerate(turned):
-        after[p] = [int(s.hands[k, (s.head[k] + j) & mask]) for j in range(s.held[k])]
-    return Deal.from_classes(after), turned[int(s.turn)]
+    at = 0
+    for p in range(n_players):
+        k = (p - leader) % n_players
+        out_sizes[p] = s.held[k]
+        for j in range(s.held[k]):
+            out_cards[at] = s.hands[k, (s.head[k] + j) & mask]
+            at += 1
+    return (s.turn + leader) % n_players
+
+
+def new_scratch_state(n_players, n_cards):
+    """A scratch state record for :func:`trick_after`."""
+    return core.new_states(1, n_players, core.capacity_for(n_cards))[0]
+
+
+def play_trick(deal: "str | Deal", leader: int = 0) -> tuple[Deal, int]:
+    """The position one trick after (``deal``, ``leader``), played by the engine (see
+    :func:`trick_after`), as ``(Deal, leader)``; after the game's last trick the winner
+    holds every card and leads (see :func:`predecessors`)."""
+    cards, sizes, leader = position_arrays(deal, leader)
+    if sizes.max() == len(cards):
+        raise ValueError(
+            f"{parse_deal(deal)}: one seat holds every card, so the game is over and there is no trick to play"
+        )
+    out_cards, out_sizes = np.empty_like(cards), np.empty_like(sizes)
+    after = trick_after(new_scratch_state(len(sizes), len(cards)), cards, sizes, leader, out_cards, out_sizes)
+    return _position(out_cards, out_sizes, after)
 
 
 def counts(cards, sizes, leaders, threads=None) -> np.ndarray:
