@@ -684,6 +684,7 @@ def _add_cycles_parser(commands):
     )
     r.add_argument("--no-progress", action="store_true", help="no progress line")
     r.add_argument("--out", metavar="FILE.json", help="write the deals as JSON")
+    r.add_argument("--tsv", metavar="FILE.tsv", help="write the deals as a table, one per line (docs/cycles-deals.tsv)")
 
 
 def _write_json(path, record):
@@ -693,14 +694,47 @@ def _write_json(path, record):
         f.write((json.dumps(record, indent=1) + "\n").encode("utf-8"))
 
 
+def _output(args, path, suffix):
+    try:
+        return files.output_path(path, suffix)
+    except ValueError as error:
+        raise UsageError(f"beggar cycles {args.mode}: {path}: {error}") from None
+
+
+TSV_COLUMNS = ("deal", "hand_sizes", "cycle", "cycle_cards", "cycle_tricks", "cycle_start_cards", "cycle_start_tricks")
+
+
+def _write_tsv(path, record):
+    """The deals of a reconstruction, each with its cycle and where its game enters it (``play``)."""
+    from ..files import replacing
+    from ..game import play
+
+    lines = ["\t".join(TSV_COLUMNS)]
+    for deal in record["deals"]:
+        result = play(deal)
+        sizes = "/".join(str(len(hand)) for hand in deal.split("/"))
+        cycle = record["cycle"]
+        values = (
+            deal,
+            sizes,
+            cycle["key"],
+            cycle["cards"],
+            cycle["tricks"],
+            result.cycle_start_cards,
+            result.cycle_start_tricks,
+        )
+        lines.append("\t".join(str(value) for value in values))
+    with replacing(path) as f:
+        f.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+
 def _cmd_cycles(args):
-    out = None
-    if args.out is not None:
-        try:
-            out = files.output_path(args.out, ".json")
-        except ValueError as error:
-            raise UsageError(f"beggar cycles {args.mode}: --out: {error}") from None
+    out = None if args.out is None else _output(args, args.out, ".json")
+    if getattr(args, "tsv", None) is not None:
+        _output(args, args.tsv, ".tsv")
     record = _cycles_census(args) if args.mode == "census" else _cycles_reconstruct(args)
+    if getattr(args, "tsv", None) is not None:
+        _write_tsv(_output(args, args.tsv, ".tsv"), record)
     if out is not None:
         _write_json(out, {"kind": f"beggar-cycles-{args.mode}", "version": __version__, **record})
 

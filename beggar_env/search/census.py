@@ -4,9 +4,9 @@ A *cycle* is a loop of trick-start positions (``docs/RULES.md``). It is named by
 *canonical key*: each of its positions written from the leader's seat on (the leader's
 hand, then the next seat's, ..., as compact notation joined by ``/``: the position's deal
 with the leader in seat 0), and the least of these in the order of the card classes,
-the separator last (``-`` < ``J`` < ``Q`` < ``K`` < ``A`` < ``/``). So one key names a cycle whichever position of it a game enters,
-and a cycle and its copy with the seats turned have one key. Its period is counted in
-cards and in tricks.
+the separator last (``-`` < ``J`` < ``Q`` < ``K`` < ``A`` < ``/``). So one key names a
+cycle whichever position of it a game enters, and a cycle and its copy with the seats
+turned have one key. Its period is counted in cards and in tricks.
 
 Positions come from one of two sources, both counted by an index, so that any range of
 indices is the same work anywhere:

@@ -61,7 +61,7 @@ def dealt_sizes(n_cards, n_players):
     return sizes
 
 
-def _deal_of(cards, sizes, leader):
+def deal_of(cards, sizes, leader):
     """The position turned so that its leader is seat 0: a deal."""
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     hands = [cards[bounds[p] : bounds[p + 1]] for p in range(len(sizes))]
@@ -116,7 +116,7 @@ def reconstruct(deal, max_nodes=MAX_NODES, progress=None) -> Reconstruction:
         visited += len(level[0])
         depth += 1 if len(level[0]) else 0
         for i in _balanced(level, n_cards):
-            found.add(format_deal(_deal_of(level[0][i], level[1][i], int(level[2][i])), "compact"))
+            found.add(format_deal(deal_of(level[0][i], level[1][i], int(level[2][i])), "compact"))
         if progress is not None:
             progress(visited, len(found))
     deals = sorted(found)
