@@ -178,6 +178,7 @@ def build_parser():
     b.add_argument("--threads", type=_whole_number(1), metavar="T", help="threads (default: all cores)")
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
     _add_search_parser(commands)
+    _add_cycles_parser(commands)
 
     w = commands.add_parser(
         "warmup",
@@ -684,6 +685,148 @@ def _add_search_parser(commands):
     _add_backend(q, " (random search only)")
 
 
+def _add_cycles_parser(commands):
+    from ..search.census import SOURCES, STANDARD_DECK
+
+    c = commands.add_parser(
+        "cycles",
+        help="the cycle census, and balanced never-ending deals by backward play",
+        allow_abbrev=False,
+        description="census: play many positions (random ones of any split, or every deal of a small deck) and name "
+        "every cycle reached (docs/cycles.md); reconstruct: walk back from the cycle a deal reaches to the balanced "
+        "deals that reach it, each replayed by the engine. Results go to --out as JSON.",
+    )
+    modes = c.add_subparsers(dest="mode", metavar="MODE", parser_class=_Parser)
+    modes.required = True
+    n = modes.add_parser("census", help="name every cycle that many positions reach", allow_abbrev=False)
+    n.add_argument("--source", choices=SOURCES, default="random", help="random positions, or every deal of --deck")
+    n.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help="the deck, in compact symbols (default: 52)")
+    n.add_argument("--positions", type=_whole_number(1), metavar="N", help="positions (random: required)")
+    n.add_argument("--first", type=_whole_number(0), default=0, metavar="I", help="the first position's index")
+    _add_run_options(n, "playing")
+    n.add_argument("--out", metavar="FILE.json", help="write the census as JSON")
+    r = modes.add_parser("reconstruct", help="balanced deals that reach a deal's cycle", allow_abbrev=False)
+    r.add_argument("--deal", required=True, metavar="DEAL", help="a deal whose game never ends")
+    r.add_argument(
+        "--max-nodes", type=_whole_number(1), default=10_000_000, metavar="N", help="positions walked (default 10^7)"
+    )
+    r.add_argument("--no-progress", action="store_true", help="no progress line")
+    r.add_argument("--out", metavar="FILE.json", help="write the deals as JSON")
+    r.add_argument("--tsv", metavar="FILE.tsv", help="write the deals as a table, one per line (docs/cycles-deals.tsv)")
+
+
+def _write_json(path, record):
+    from ..files import replacing
+
+    with replacing(path) as f:
+        f.write((json.dumps(record, indent=1) + "\n").encode("utf-8"))
+
+
+def _output(args, path, suffix):
+    try:
+        return files.output_path(path, suffix)
+    except ValueError as error:
+        raise UsageError(f"beggar cycles {args.mode}: {path}: {error}") from None
+
+
+TSV_COLUMNS = ("deal", "hand_sizes", "cycle", "cycle_cards", "cycle_tricks", "cycle_start_cards", "cycle_start_tricks")
+
+
+def _write_tsv(path, record):
+    """The deals of a reconstruction, each with its cycle and where its game enters it (``play``)."""
+    from ..files import replacing
+    from ..game import play
+
+    lines = ["\t".join(TSV_COLUMNS)]
+    for deal in record["deals"]:
+        result = play(deal)
+        sizes = "/".join(str(len(hand)) for hand in deal.split("/"))
+        cycle = record["cycle"]
+        values = (
+            deal,
+            sizes,
+            cycle["key"],
+            cycle["cards"],
+            cycle["tricks"],
+            result.cycle_start_cards,
+            result.cycle_start_tricks,
+        )
+        lines.append("\t".join(str(value) for value in values))
+    with replacing(path) as f:
+        f.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _cmd_cycles(args):
+    out = None if args.out is None else _output(args, args.out, ".json")
+    if getattr(args, "tsv", None) is not None:
+        _output(args, args.tsv, ".tsv")
+    record = _cycles_census(args) if args.mode == "census" else _cycles_reconstruct(args)
+    if getattr(args, "tsv", None) is not None:
+        _write_tsv(_output(args, args.tsv, ".tsv"), record)
+    if out is not None:
+        _write_json(out, {"kind": f"beggar-cycles-{args.mode}", "version": __version__, **record})
+
+
+def _cycles_census(args):
+    from ..search import census
+
+    seed = _seed(args)
+    run = lambda progress: census.census(
+        args.players,
+        args.source,
+        deck=args.deck,
+        first=args.first,
+        n=args.positions,
+        seed=seed,
+        threads=args.threads,
+        progress=progress,
+    )
+    result, seconds = _run_with_progress("positions", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
+    periods = ", ".join(f"{cards} cards/{tricks} tricks: {k}" for (cards, tricks), k in result.by_period().items())
+    print(f"{result.games:,} positions ({args.source}, {args.players} players, seed {seed}), {seconds:.1f} s")
+    print(
+        f"ended: {result.ended:,} ({result.ended / max(result.games, 1):.4%}); longest {result.longest_cards} "
+        f"cards, {result.longest_tricks} tricks (position {result.longest_index})"
+    )
+    print(f"distinct cycles: {len(result.cycles)}" + (f" ({periods})" if periods else ""))
+    for cycle in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key)):
+        print(f"  {cycle.key}  period {cycle.cards} cards, {cycle.tricks} tricks; reached by {cycle.reached:,}")
+    settings = {name: getattr(args, name) for name in ("players", "source", "deck", "first", "positions")}
+    return {
+        **settings,
+        "seed": seed,
+        "seconds": round(seconds, 2),
+        "games": result.games,
+        "ended": result.ended,
+        "longest": {"cards": result.longest_cards, "tricks": result.longest_tricks, "index": result.longest_index},
+        "cycles": [vars(c) for c in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key))],
+    }
+
+
+def _cycles_reconstruct(args):
+    from ..search import reconstruct
+
+    run = lambda progress: reconstruct.reconstruct(
+        args.deal, args.max_nodes, progress=lambda positions, deals: progress(positions, args.max_nodes)
+    )
+    found, seconds = _run_with_progress("positions", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
+    whole = "the whole in-tree" if found.complete else f"stopped at the budget, {found.depth} tricks back"
+    print(f"cycle {found.cycle.key}: period {found.cycle.cards} cards, {found.cycle.tricks} tricks")
+    print(f"{found.positions:,} positions walked back ({whole}), {seconds:.1f} s; {len(found.deals)} balanced deals:")
+    for deal in found.deals:
+        print(f"  {deal}")
+    return {
+        "deal": args.deal,
+        "max_nodes": args.max_nodes,
+        "cycle": vars(found.cycle),
+        "positions": found.positions,
+        "depth": found.depth,
+        "complete": found.complete,
+        "seconds": round(seconds, 2),
+        "deals": found.deals,
+    }
+
+
 def _clock(seconds):
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
@@ -834,11 +977,12 @@ COMMANDS = {
     "dataset": _cmd_dataset,
     "baselines": _cmd_baselines,
     "search": _cmd_search,
+    "cycles": _cmd_cycles,
     "warmup": _cmd_warmup,
 }
 
 
-DEAL_OPTIONS = ("--start",)  # options whose value is a deal, which may start with '-'
+DEAL_OPTIONS = ("--start", "--deal")  # options whose value is a deal, which may start with '-'
 
 
 def _attach_deal_values(argv):

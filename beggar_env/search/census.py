@@ -1,0 +1,346 @@
+"""The cycle census: play the trick map from many positions and name every cycle reached.
+
+A *cycle* is a loop of trick-start positions (``docs/RULES.md``). It is named by its
+*canonical key*: each of its positions written from the leader's seat on (the leader's
+hand, then the next seat's, ..., as compact notation joined by ``/``: the position's deal
+with the leader in seat 0), and the least of these in the order of the card classes,
+the separator last (``-`` < ``J`` < ``Q`` < ``K`` < ``A`` < ``/``). So one key names a
+cycle whichever position of it a game enters, and a cycle and its copy with the seats
+turned have one key. Its period is counted in cards and in tricks.
+
+Positions come from one of two sources, both counted by an index, so that any range of
+indices is the same work anywhere:
+
+* ``random``: position ``i`` is a deck (the standard one, or any given cards) shuffled by
+  ``core.derive_key(seed, i)`` and cut at random into hands of any sizes, seat 0 holding
+  at least one card and some other seat at least one; seat 0 leads;
+* ``every``: position ``i`` is the ``i``-th arrangement (in lexicographic order of card
+  classes) of a small deck, dealt as a game is (``docs/RULES.md``: hands as even as
+  possible, the first seats holding one more); so the indices ``0 .. arrangements - 1``
+  are every deal of that deck.
+
+Each position is played by the engine to its end or its first repeat (``core.finish``);
+the census keeps, per range, how many games ended, the longest (cards, tricks, its index),
+and, for each game that never ends, its cycle's key and period.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import prange
+
+from .. import checks, core
+from ..core import Outcome
+from ..jit import jit, parallel
+
+SOURCES = ("random", "every")
+SEPARATOR = 5  # between hands in a key (after the five classes)
+KEY_SYMBOLS = core.CLASS_SYMBOLS + "/"
+CHUNK = 1 << 14  # positions per parallel task and compiled call
+
+
+# ------------------------------------------------------------------------- positions
+
+
+@jit
+def multinomial(counts):
+    """How many arrangements a deck with ``counts[c]`` cards of class ``c`` has (int64)."""
+    total = 0
+    result = np.int64(1)
+    for c in range(counts.shape[0]):
+        for k in range(1, counts[c] + 1):
+            total += 1
+            result = result * total // k
+    return result
+
+
+@jit
+def arrangement(counts, index, out):
+    """The ``index``-th arrangement of the deck ``counts`` in lexicographic order of card
+    classes, written to ``out`` (top card first)."""
+    left = counts.copy()
+    n = out.shape[0]
+    ways = multinomial(left)
+    for j in range(n):
+        for c in range(left.shape[0]):
+            if left[c] == 0:
+                continue
+            with_c = ways * left[c] // (n - j)  # arrangements of the rest once c is placed here
+            if index < with_c:
+                out[j] = c
+                left[c] -= 1
+                ways = with_c
+                break
+            index -= with_c
+
+
+@jit
+def dealt_sizes(n_cards, n_players, sizes):
+    """Hand sizes as a game deals ``n_cards`` cards: as even as possible, the first seats one more."""
+    for p in range(n_players):
+        sizes[p] = n_cards // n_players + (1 if p < n_cards % n_players else 0)
+
+
+@jit
+def random_position(key, deck, cards, sizes):
+    """Position of key ``key``: ``deck`` (classes) shuffled, cut into hands of random
+    sizes (seat 0 and some other seat holding cards), written to ``cards`` and ``sizes``."""
+    n = deck.shape[0]
+    n_players = sizes.shape[0]
+    for k in range(n):
+        cards[k] = deck[k]
+    core.shuffle(key, cards, n)
+    z = core.mix64(key ^ np.uint64(0xC0FFEE))
+    cut = 1 + np.int64(z % np.uint64(n - 1))  # seat 0: 1 .. n - 1 cards
+    left = n - cut
+    sizes[0] = cut
+    for p in range(1, n_players - 1):
+        z = core.mix64(z + np.uint64(p))
+        sizes[p] = np.int64(z % np.uint64(left + 1))
+        left -= sizes[p]
+    sizes[n_players - 1] = left
+
+
+@jit(parallel=True)
+def random_positions(seed, deck, first, cards, sizes):
+    """Positions ``first .. first + len(cards) - 1`` of the ``random`` source (seat 0 leads)."""
+    for i in prange(cards.shape[0]):
+        random_position(core.derive_key(seed, first + i), deck, cards[i], sizes[i])
+
+
+# ------------------------------------------------------------------------------ keys
+
+
+@jit
+def write_key(s, out):
+    """The position of trick-start state ``s`` from its leader's seat on, as key bytes."""
+    n_players = s.held.shape[0]
+    mask = s.pile.shape[0] - 1
+    at = 0
+    for k in range(n_players):
+        p = (s.turn + k) % n_players
+        if k > 0:
+            out[at] = SEPARATOR
+            at += 1
+        for j in range(s.held[p]):
+            out[at] = s.hands[p, (s.head[p] + j) & mask]
+            at += 1
+
+
+@jit
+def _less(a, b):
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return a[i] < b[i]
+    return False
+
+
+@jit
+def cycle_key(s, period, key, scratch):
+    """Walk ``period`` tricks from ``s`` (a position on a cycle; it comes back to it) and
+    write the cycle's canonical key to ``key`` (``scratch``: a key's room)."""
+    write_key(s, key)
+    for _ in range(period):
+        core.step_trick(s)
+        write_key(s, scratch)
+        if _less(scratch, key):
+            key[:] = scratch
+
+
+# ---------------------------------------------------------------------------- census
+
+
+@jit
+def _place(source, seed, deck, counts, index, s, cards, sizes):
+    if source == 0:
+        random_position(core.derive_key(seed, index), deck, cards, sizes)
+    else:
+        arrangement(counts, index, cards)
+        dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
+    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+
+
+@jit(parallel=True)
+def census_range(source, seed, deck, counts, first, n, work, results, keys, periods, stats):
+    """Play positions ``first .. first + n - 1`` of a source (0 random, 1 every) in chunks,
+    one per row of ``work`` (``core.new_work``'s) and ``results`` (one record each). Per
+    chunk ``c``, ``stats[c]``: games, ended, longest cards, its tricks, its index; per
+    position ``i`` that cycles, ``keys[i]`` its cycle's key and ``periods[i]`` (cards,
+    tricks); other positions get period (0, 0)."""
+    states, progress = work
+    n_chunks = states.shape[0]
+    for c in prange(n_chunks):
+        lo, hi = core.chunk_bounds(c, n_chunks, n)
+        s, start, probe = states[c, 0], states[c, 1], states[c, 2]
+        f, r = progress[c], results[c]
+        cards = np.empty(deck.shape[0], np.int8)
+        sizes = np.empty(s.held.shape[0], np.int32)
+        scratch = np.empty(keys.shape[1], np.int8)
+        for i in range(lo, hi):
+            _place(source, seed, deck, counts, first + i, s, cards, sizes)
+            core.finish_now(s, True, r, start, probe, f)
+            periods[i, 0] = 0
+            periods[i, 1] = 0
+            stats[c, 0] += 1
+            if r.outcome == Outcome.CYCLE:
+                periods[i, 0] = r.cycle_cards
+                periods[i, 1] = r.cycle_tricks
+                s.status = Outcome.RUNNING
+                cycle_key(s, r.cycle_tricks, keys[i], scratch)
+            else:
+                stats[c, 1] += 1
+                if r.cards > stats[c, 2]:
+                    stats[c, 2] = r.cards
+                    stats[c, 3] = r.tricks
+                    stats[c, 4] = first + i
+
+
+# ------------------------------------------------------------------------ Python side
+
+
+def key_text(key) -> str:
+    """A key's bytes as text: the cycle's least position, leader first, in compact notation."""
+    return "".join(KEY_SYMBOLS[int(b)] for b in key)
+
+
+@dataclass
+class Cycle:
+    """A cycle the census reached: its canonical key, period, and how many positions reached it."""
+
+    key: str
+    cards: int
+    tricks: int
+    reached: int = 0
+
+
+@dataclass
+class Census:
+    """What the positions of a census range gave: games, games that ended, the longest
+    (cards, tricks, index of its position), and every cycle reached, by key."""
+
+    games: int = 0
+    ended: int = 0
+    longest_cards: int = 0
+    longest_tricks: int = 0
+    longest_index: int = -1
+    cycles: dict = field(default_factory=dict)
+
+    def add(self, other: "Census"):
+        """Merge another range's census into this one."""
+        self.games += other.games
+        self.ended += other.ended
+        if (other.longest_cards, -other.longest_index) > (self.longest_cards, -self.longest_index):
+            self.longest_cards, self.longest_tricks = other.longest_cards, other.longest_tricks
+            self.longest_index = other.longest_index
+        for key, cycle in other.cycles.items():
+            mine = self.cycles.setdefault(key, Cycle(key, cycle.cards, cycle.tricks))
+            mine.reached += cycle.reached
+
+    def by_period(self) -> dict:
+        """Distinct cycles by period: {(cards, tricks): number of cycles}."""
+        table = {}
+        for cycle in self.cycles.values():
+            table[cycle.cards, cycle.tricks] = table.get((cycle.cards, cycle.tricks), 0) + 1
+        return dict(sorted(table.items()))
+
+
+def deck_counts(deck) -> np.ndarray:
+    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``)."""
+    if not isinstance(deck, str):
+        raise TypeError(f"deck must be a string of compact symbols (- J Q K A), not {type(deck).__name__}")
+    counts = np.zeros(core.N_CLASSES, np.int64)
+    for symbol in deck:
+        if symbol.upper() not in core.CLASS_SYMBOLS:
+            raise ValueError(f"deck: unknown symbol {symbol!r} in {checks.excerpt(deck)} (compact symbols: - J Q K A)")
+        counts[core.CLASS_SYMBOLS.index(symbol.upper())] += 1
+    if counts.sum() < 2:
+        raise ValueError(f"deck must have at least 2 cards, not {int(counts.sum())}")
+    if counts.sum() > core.DECK_SIZE:
+        raise ValueError(f"deck must have at most {core.DECK_SIZE} cards, not {int(counts.sum())}")
+    return counts
+
+
+STANDARD_DECK = "-" * 36 + "JJJJQQQQKKKKAAAA"
+
+
+def arrangements(deck) -> int:
+    """How many deals a small deck has (its arrangements: the size of the ``every`` source)."""
+    return int(multinomial(deck_counts(deck)))
+
+
+def census(
+    n_players, source="random", *, deck=STANDARD_DECK, first=0, n=None, seed=0, threads=None, progress=None
+) -> Census:
+    """The census of positions ``first .. first + n - 1`` of ``source`` (``"random"``,
+    with ``seed``, or ``"every"``: ``n`` defaults to every deal of ``deck``) for
+    ``n_players`` players, on ``threads`` threads; ``progress(done, n)`` after each call."""
+    n_players = checks.n_players(n_players)
+    source = checks.choice("source", source, SOURCES)
+    counts = deck_counts(deck)
+    if source == "every":
+        total = int(multinomial(counts))
+        n = total - first if n is None else n
+        if checks.count("first", first) + checks.count("n", n) > total:
+            raise ValueError(f"the deck {deck!r} has {total:,} deals: first + n must be at most that")
+    elif n is None:
+        raise ValueError("n: a random census needs a number of positions")
+    first, n, seed = checks.count("first", first), checks.count("n", n), checks.seed(seed)
+    checks.callback("progress", progress)
+    deck_classes = np.repeat(np.arange(core.N_CLASSES, dtype=np.int8), counts)
+    n_cards = len(deck_classes)
+    result = Census()
+    with parallel(threads) as n_threads:
+        work = core.new_work(4 * n_threads, n_players, core.capacity_for(n_cards))
+        results = core.new_results(4 * n_threads, n_players)
+        for lo in range(first, first + n, CHUNK * n_threads):
+            m = min(CHUNK * n_threads, first + n - lo)
+            result.add(_census_call(SOURCES.index(source), seed, deck_classes, counts, lo, m, work, results))
+            if progress is not None:
+                progress(lo + m - first, n)
+    return result
+
+
+def _census_call(source, seed, deck_classes, counts, lo, m, work, results):
+    n_players = results["hand_sizes"].shape[1]
+    keys = np.zeros((m, len(deck_classes) + n_players - 1), np.int8)
+    periods = np.zeros((m, 2), np.int64)
+    stats = np.zeros((work[0].shape[0], 5), np.int64)
+    stats[:, 4] = -1
+    census_range(source, seed, deck_classes, counts, lo, m, work, results, keys, periods, stats)
+    part = Census(games=int(stats[:, 0].sum()), ended=int(stats[:, 1].sum()))
+    for row in stats:
+        part.add(Census(longest_cards=int(row[2]), longest_tricks=int(row[3]), longest_index=int(row[4])))
+    for i in np.flatnonzero(periods[:, 1]):
+        text = key_text(keys[i])
+        cycle = part.cycles.setdefault(text, Cycle(text, int(periods[i, 0]), int(periods[i, 1])))
+        cycle.reached += 1
+    return part
+
+
+@jit
+def _deal_cycle(cards, sizes, work, results, key, scratch):
+    """Play one deal in the engine (``work``: one row of ``core.new_work``); write its
+    cycle's key to ``key`` when it never ends; return the result record's outcome."""
+    states, progress = work
+    s, r = states[0, 0], results[0]
+    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+    core.finish_now(s, True, r, states[0, 1], states[0, 2], progress[0])
+    if r.outcome == Outcome.CYCLE:
+        s.status = Outcome.RUNNING
+        cycle_key(s, r.cycle_tricks, key, scratch)
+    return r.outcome
+
+
+def cycle_of(deal) -> Cycle | None:
+    """The cycle a deal's game reaches, played by the engine (``reached`` 1), or None
+    when the game ends."""
+    from ..deals import parse_deal
+
+    deal = parse_deal(deal)
+    work = core.new_work(1, deal.n_players, core.capacity_for(deal.n_cards))
+    results = core.new_results(1, deal.n_players)
+    key = np.zeros(deal.n_cards + deal.n_players - 1, np.int8)
+    sizes = np.array(deal.hand_sizes, np.int32)
+    if _deal_cycle(deal.classes(), sizes, work, results, key, np.empty_like(key)) != Outcome.CYCLE:
+        return None
+    return Cycle(key_text(key), int(results["cycle_cards"][0]), int(results["cycle_tricks"][0]), 1)

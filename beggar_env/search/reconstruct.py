@@ -1,0 +1,129 @@
+"""Balanced never-ending deals, by backward play from a cycle.
+
+Every position of a cycle is reached from its place before it on the cycle, and maybe
+from positions off the cycle; those, their predecessors and so on form the cycle's
+*in-tree*: every position whose game reaches the cycle. The trick map gives each position
+one successor, so the in-tree holds each position once. :func:`reconstruct` walks it
+breadth first (:func:`beggar_env.search.backward.expand`, a level at a time), within a
+budget of positions, and keeps the *deals* in it: positions whose hands, from the
+leader's seat on, have the sizes a game is dealt (26/26; 18/17/17; 13 each). Turned so
+that the leader is seat 0, such a position is a deal whose game never ends. Each one is
+played forward by the engine before it is reported, and must reach the cycle it came from.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import checks
+from ..deals import Deal, format_deal, parse_deal
+from . import backward, census
+
+MAX_NODES = 10_000_000  # the default budget of positions
+
+
+@dataclass
+class Reconstruction:
+    """What a backward walk from a cycle found: the cycle, the balanced deals that reach it
+    (compact notation, sorted), positions visited, the deepest level reached, and whether
+    the in-tree was walked whole (then ``deals`` is every balanced deal that reaches it)."""
+
+    cycle: census.Cycle
+    deals: list
+    positions: int
+    depth: int
+    complete: bool
+
+
+def cycle_positions(deal):
+    """The positions of the cycle a deal's game reaches, in the order played (engine
+    arrays: cards, sizes, leader), and the cycle; ``ValueError`` if the game ends."""
+    deal = parse_deal(deal)
+    cycle = census.cycle_of(deal)
+    if cycle is None:
+        raise ValueError(f"the game of {format_deal(deal, 'compact')} ends: it reaches no cycle")
+    cards, sizes = deal.classes(), np.array(deal.hand_sizes, np.int32)
+    state = backward.new_scratch_state(deal.n_players, deal.n_cards)
+    seen, played, leader = {}, [], 0
+    while (cards.tobytes(), tuple(sizes), leader) not in seen:
+        seen[cards.tobytes(), tuple(sizes), leader] = len(played)
+        played.append((cards, sizes, leader))
+        after_cards, after_sizes = np.empty_like(cards), np.empty_like(sizes)
+        leader = backward.trick_after(state, cards, sizes, leader, after_cards, after_sizes)
+        cards, sizes = after_cards, after_sizes
+    return played[seen[cards.tobytes(), tuple(sizes), leader] :], cycle
+
+
+def dealt_sizes(n_cards, n_players):
+    """Hand sizes as a game is dealt (the first seats one more card)."""
+    sizes = np.zeros(n_players, np.int32)
+    census.dealt_sizes(n_cards, n_players, sizes)
+    return sizes
+
+
+def deal_of(cards, sizes, leader):
+    """The position turned so that its leader is seat 0: a deal."""
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    hands = [cards[bounds[p] : bounds[p + 1]] for p in range(len(sizes))]
+    turned = hands[leader:] + hands[:leader]
+    return Deal.from_classes([hand.tolist() for hand in turned])
+
+
+def _expand(level):
+    """The predecessors of every position of a level (arrays), in order."""
+    cards, sizes, leaders = level
+    rows = max(4 * len(cards), 64)
+    while True:
+        out = (np.zeros((rows, cards.shape[1]), np.int8), np.zeros((rows, sizes.shape[1]), np.int32))
+        out_leaders, parents = np.zeros(rows, np.int32), np.zeros(rows, np.int64)
+        n = backward.expand(cards, sizes, leaders, out[0], out[1], out_leaders, parents)
+        if n <= rows:
+            return out[0][:n], out[1][:n], out_leaders[:n]
+        rows = n
+
+
+def _off_cycle(level, on_cycle):
+    keep = [(c.tobytes(), tuple(s), int(seat)) not in on_cycle for c, s, seat in zip(*level)]
+    return tuple(column[np.array(keep, bool)] for column in level)
+
+
+def _balanced(level, n_cards):
+    """Indices of a level's positions that are deals: from the leader's seat on, the dealt sizes."""
+    cards, sizes, leaders = level
+    n_players = sizes.shape[1]
+    want = dealt_sizes(n_cards, n_players)
+    turned = np.stack([sizes[np.arange(len(sizes)), (leaders + k) % n_players] for k in range(n_players)], axis=1)
+    return np.flatnonzero((turned == want).all(axis=1))
+
+
+def reconstruct(deal, max_nodes=MAX_NODES, progress=None) -> Reconstruction:
+    """Walk the in-tree of the cycle that ``deal``'s game reaches, breadth first, within
+    ``max_nodes`` positions; return the balanced deals found (each replayed by the engine:
+    a ``RuntimeError`` if one does not reach the cycle, which would be a bug).
+    ``progress(positions, deals)`` after each level."""
+    max_nodes = checks.count("max_nodes", max_nodes, 1)
+    checks.callback("progress", progress)
+    positions, cycle = cycle_positions(deal)
+    n_cards = len(positions[0][0])
+    on_cycle = {(c.tobytes(), tuple(s), int(seat)) for c, s, seat in positions}
+    level = tuple(np.array(column) for column in zip(*positions))
+    found, visited, depth = set(), 0, 0
+    while len(level[0]) and visited < max_nodes:
+        level = _expand(level)
+        if depth == 0:
+            level = _off_cycle(level, on_cycle)
+        level = tuple(column[: max_nodes - visited] for column in level)
+        visited += len(level[0])
+        depth += 1 if len(level[0]) else 0
+        for i in _balanced(level, n_cards):
+            found.add(format_deal(deal_of(level[0][i], level[1][i], int(level[2][i])), "compact"))
+        if progress is not None:
+            progress(visited, len(found))
+    deals = sorted(found)
+    for text in deals:
+        reached = census.cycle_of(text)
+        if reached is None or reached.key != cycle.key:
+            raise RuntimeError(
+                f"backward play found {text}, but the engine does not play it into the cycle {cycle.key}"
+            )
+    return Reconstruction(cycle, deals, visited, depth, complete=len(level[0]) == 0)

@@ -1,0 +1,182 @@
+"""The cycle census and the balanced never-ending deals.
+
+The census of every deal of small decks is checked against a brute force written here:
+every arrangement made by plain recursion, every game played by the independent reference
+(``tests/reference.py``), its cycle's positions rebuilt from the reference's events, and
+the canonical key taken as ``docs/cycles.md`` defines it. The deals ``docs/cycles.md``
+publishes (``docs/cycles-deals.tsv``) are replayed into their cycles."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reference import play_reference
+
+import beggar_env
+from beggar_env.search import census, reconstruct
+
+REPO = Path(__file__).resolve().parents[1]
+CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"
+
+
+def arrangements(counts):
+    """Every arrangement of a deck (counts per class), in lexicographic order, by recursion."""
+    if not any(counts):
+        yield ()
+        return
+    for c, k in enumerate(counts):
+        if k:
+            rest = list(counts)
+            rest[c] -= 1
+            for tail in arrangements(rest):
+                yield (c, *tail)
+
+
+def dealt(order, n_players):
+    sizes = [len(order) // n_players + (p < len(order) % n_players) for p in range(n_players)]
+    hands, at = [], 0
+    for size in sizes:
+        hands.append(list(order[at : at + size]))
+        at += size
+    return hands
+
+
+def key_of(hands, leader):
+    turned = hands[leader:] + hands[:leader]
+    return [c for hand in turned for c in (*hand, 5)][:-1]  # 5: the separator, after every class
+
+
+def reference_cycle_key(hands, result, events):
+    """The least key over the cycle's positions, rebuilt from the reference's events."""
+    hands = [list(hand) for hand in hands]
+    pile, keys, tricks = [], [], 0
+    first = result["cycle_start_tricks"]
+    if first == 0:
+        keys.append(key_of(hands, 0))
+    for event in events:
+        if event[0] == "play":
+            pile.append(hands[event[1]].pop(0))
+        else:
+            hands[event[1]].extend(pile)
+            pile.clear()
+            tricks += 1
+            if tricks >= first:
+                keys.append(key_of(hands, event[1]))
+    return "".join("-JQKA/"[c] for c in min(keys))
+
+
+def brute_force_census(deck, n_players):
+    counts = [deck.count(s) for s in "-JQKA"]
+    games = ended = longest = 0
+    cycles = {}
+    for order in arrangements(counts):
+        hands = dealt(order, n_players)
+        events = []
+        result = play_reference(hands, events=events)
+        games += 1
+        if result["outcome"] == "cycle":
+            key = reference_cycle_key(hands, result, events)
+            cycles.setdefault(key, [result["cycle_cards"], result["cycle_tricks"], 0])[2] += 1
+        else:
+            ended += 1
+            longest = max(longest, result["cards"])
+    return games, ended, longest, cycles
+
+
+@pytest.mark.parametrize(
+    "deck, players", [("JJKK" + "-" * 7, 2), ("JJKK" + "-" * 7, 3), ("JJKK" + "-" * 7, 4), ("JJQQK" + "-" * 6, 2)]
+)
+def test_the_census_of_every_deal_matches_a_brute_force(deck, players):
+    games, ended, longest, cycles = brute_force_census(deck, players)
+    got = census.census(players, "every", deck=deck)
+    assert (got.games, got.ended, got.longest_cards) == (games, ended, longest)
+    assert {k: [c.cards, c.tricks, c.reached] for k, c in got.cycles.items()} == cycles
+    assert games == census.arrangements(deck) and cycles
+
+
+def test_cycles_are_found_and_named_alike_from_every_position():
+    cycle = census.cycle_of(CASELLA)
+    assert (cycle.cards, cycle.tricks) == (440, 62)
+    positions, same = reconstruct.cycle_positions(CASELLA)
+    assert same == cycle and len(positions) == 62
+    for cards, sizes, leader in positions[::7]:
+        deal = reconstruct.deal_of(cards, sizes, leader)
+        assert census.cycle_of(deal).key == cycle.key
+    assert census.cycle_of("-A/--") is None
+
+
+def test_a_random_census_is_the_same_on_any_number_of_threads():
+    one = census.census(2, "random", deck="JJKK" + "-" * 7, n=20_000, seed=3, threads=1)
+    two = census.census(2, "random", deck="JJKK" + "-" * 7, n=20_000, seed=3, threads=2)
+    assert one == two and one.games == 20_000 and one.cycles
+
+
+def test_casellas_deal_is_found_from_its_own_cycle_among_every_balanced_deal_that_reaches_it():
+    found = reconstruct.reconstruct(CASELLA)
+    assert found.complete and CASELLA in found.deals
+    for deal in found.deals:
+        assert beggar_env.parse_deal(deal).hand_sizes == (26, 26)
+        assert beggar_env.play(deal).outcome == "cycle"
+    assert len(found.deals) == len(set(found.deals)) >= 10
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: census.census(5, "every", deck="JQ--"), ValueError, "n_players must be 2, 3 or 4"),
+        (lambda: census.census(2, "sideways", deck="JQ--"), ValueError, "source must be one of"),
+        (lambda: census.census(2, "random", deck="JQ--"), ValueError, "needs a number of positions"),
+        (lambda: census.census(2, "every", deck="JQX"), ValueError, "unknown symbol 'X'"),
+        (lambda: census.census(2, "every", deck=7), TypeError, "deck must be a string"),
+        (lambda: census.census(2, "every", deck="JQ--", n=13), ValueError, "has 12 deals"),
+        (lambda: reconstruct.reconstruct("-A/--"), ValueError, "reaches no cycle"),
+        (lambda: reconstruct.reconstruct(CASELLA, max_nodes=0), ValueError, "max_nodes must be"),
+    ],
+)
+def test_bad_input_is_refused_naming_what_is_wrong(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def run_cli(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "beggar_env.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_the_command_writes_its_census_and_refuses_bad_input_in_one_line(tmp_path):
+    run = run_cli(
+        "cycles", "census", "--source", "every", "--deck", "JJKK" + "-" * 7, "--out", "c", "--no-progress",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    record = json.loads((tmp_path / "c.json").read_text())
+    assert record["kind"] == "beggar-cycles-census" and record["games"] == 1980
+    assert sorted(c["key"] for c in record["cycles"]) == sorted(census.census(2, "every", deck="JJKK" + "-" * 7).cycles)
+    for args in (
+        ["cycles", "census", "--deck", "JQZ", "--source", "every"],
+        ["cycles", "reconstruct", "--deal", "-A/--"],
+    ):
+        bad = run_cli(*args, cwd=tmp_path)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_every_deal_in_docs_replays_into_its_cycle():
+    path = REPO / "docs" / "cycles-deals.tsv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8"), delimiter="\t"))
+    assert len(rows) >= 30
+    assert CASELLA in {row["deal"] for row in rows}
+    for row in rows:
+        cycle = census.cycle_of(row["deal"])
+        assert cycle is not None, row["deal"]
+        assert (cycle.key, cycle.cards, cycle.tricks) == (
+            row["cycle"],
+            int(row["cycle_cards"]),
+            int(row["cycle_tricks"]),
+        )
+        assert beggar_env.parse_deal(row["deal"]).hand_sizes == tuple(map(int, row["hand_sizes"].split("/")))
+    text = (REPO / "docs" / "cycles.md").read_text(encoding="utf-8")
+    assert "cycles-deals.tsv" in text
