@@ -37,6 +37,7 @@ ROWS = (  # architecture, observation, target
     ("gru", "public", "bayes"),
     ("transformer", "public", "outcome"),
     ("gru", "counted", "outcome"),
+    ("transformer", "counted", "outcome"),
 )
 BUDGET = dict(games=20_000, epochs=3, hidden=128, layers=2, context=128, lanes=128, window=128, soft_k=64)
 WIDTH = {"gru": 128, "transformer": 64}  # hidden units; the transformer's width (2 cores: ~55 k training steps/s)
