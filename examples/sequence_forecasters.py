@@ -39,9 +39,7 @@ ROWS = (  # architecture, observation, target
     ("gru", "counted", "outcome"),
     ("transformer", "counted", "outcome"),
 )
-BUDGET = dict(games=20_000, epochs=3, hidden=128, layers=2, context=128, lanes=128, window=128, soft_k=64)
-WIDTH = {"gru": 128, "transformer": 64}  # hidden units; the transformer's width (2 cores: ~55 k training steps/s)
-QUICK = dict(games=200, epochs=1, hidden=16, layers=1, context=16, lanes=16, window=32, soft_k=4, val_games=50)
+BUDGET = sequence_models.PUBLISHED  # the published rows' settings; the width by architecture
 PER_POSITION = {  # the learned per-position rows of the published tables (the Bayes forecaster is no learner)
     "public": ("most cards, calibrated", "logistic regression (public)", "gradient-boosted trees (public)"),
     "counted": ("gradient-boosted trees (counted)", "MLP (counted)"),
@@ -64,7 +62,7 @@ def parse_args(argv=None):
     parser.add_argument("--out", required=True, help="folder for the reports and the summary")
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    args.budget = dict(QUICK if args.quick else BUDGET)
+    args.budget = {}
     if args.quick:
         args.test_games = 20
     for key in ("games", "epochs"):
@@ -82,9 +80,7 @@ def parse_args(argv=None):
 
 def train_and_evaluate(n_players, spec, args):
     architecture, observation, target = spec
-    budget = dict(args.budget)
-    if not args.quick:
-        budget["hidden"] = WIDTH[architecture]
+    budget = dict(sequence_models.budget(architecture, args.quick), **args.budget)
     forecaster = sequence_models.SequenceForecaster(
         n_players, observation, architecture, target, seed=args.seed, **budget
     )

@@ -220,3 +220,36 @@ def test_redraw_adds_a_submitted_row_without_running_the_study_again(study, tmp_
     other = ev.evaluate(Mine(2), ev.TestSet.generate(2, TINY.test_games + 1), bootstrap=20).save(tmp_path / "o.json")
     wrong = subprocess.run(command[:-1] + [other], capture_output=True, text=True, timeout=300)
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1 and "test set" in wrong.stderr
+
+
+def test_sequences_add_the_gru_row_as_trained_alone():
+    """``--sequences`` (``run(..., sequences=True)``) adds the GRU on the public stream to a
+    player count's rows, the same figures as that forecaster trained and evaluated alone
+    (its training is seeded), and the command line says what it needs without torch."""
+    pytest.importorskip("torch", reason="the sequence rows need torch: pip install '.[rl]'")
+    block = baselines.run_players(2, TINY, seed=1, sequences=True)
+    row = next(r for r in block["reports"] if r["forecaster"] == "GRU (public stream)")
+    alone = baselines.sequence_row(2, TINY, seed=1)
+    assert alone.seed == 2 and alone.games == 200 and alone.hidden == 16  # the quick settings, seed + 1
+    report = ev.evaluate(alone.fit(), ev.TestSet.generate(2, TINY.test_games), bootstrap=TINY.bootstrap)
+    for metric in ("accuracy", "log_loss"):
+        assert row["slices"]["all"][metric]["value"] == pytest.approx(report["slices"]["all"][metric]["value"])
+    published = baselines.sequence_row(3, baselines.FULL, seed=0)
+    assert (published.seed, published.games, published.epochs, published.hidden) == (1, 20_000, 3, 128)
+
+
+def test_sequences_without_torch_is_one_line(tmp_path):
+    code = (  # torch unfindable (a None in sys.modules would break scipy's check for torch arrays)
+        "import sys, importlib.abc\n"
+        "class NoTorch(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n"
+        "            raise ImportError('No module named torch')\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "from beggar_env.cli import main\n"
+        f"sys.exit(main(['baselines', '--quick', '--sequences', '--out', {str(tmp_path / 'out')!r}]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "needs torch" in result.stderr and "beggar-env[rl]" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

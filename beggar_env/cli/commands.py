@@ -149,6 +149,12 @@ def build_parser():
         "--forecaster, add those rows to it first",
     )
     b.add_argument(
+        "--sequences",
+        action="store_true",
+        help="also train and evaluate the GRU on the public stream for each player count (needs torch: "
+        "pip install 'beggar-env[rl]'; 5 to 10 minutes a player count on 2 cores)",
+    )
+    b.add_argument(
         "--players",
         type=int,
         nargs="+",
@@ -493,7 +499,7 @@ def _cmd_baselines(args):
     from ..forecasting import baselines
 
     try:
-        baselines.require_extras()
+        baselines.require_extras(args.sequences and not args.redraw)
     except ImportError as error:
         raise UsageError(str(error)) from None
 
@@ -528,9 +534,11 @@ def _cmd_baselines(args):
 
     command = "beggar baselines" + (" --quick" if args.quick else "") + (
         f" --players {' '.join(map(str, args.players))}" if args.players != [2, 3, 4] else "") + (
-        f" --seed {args.seed}" if args.seed else "")  # fmt: skip
+        f" --seed {args.seed}" if args.seed else "") + (" --sequences" if args.sequences else "")  # fmt: skip
     started = time.perf_counter()
-    results = baselines.run(tuple(args.players), protocol, args.seed, args.threads, args.reports, stage)
+    results = baselines.run(
+        tuple(args.players), protocol, args.seed, args.threads, args.reports, stage, sequences=args.sequences
+    )
     written = baselines.write(results, out, command)
     for n, block in results["players"].items():
         print(f"\n{n} players: {block['positions']:,} test positions ({block['open_positions']:,} open)")

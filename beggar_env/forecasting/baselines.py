@@ -50,18 +50,21 @@ TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
 INSTALL = "pip install 'beggar-env[baselines]' (scikit-learn and matplotlib)"
 
 
-def require_extras():
-    """scikit-learn and matplotlib, which the study trains and draws with; else
-    ``ImportError`` in one line saying how to install them (checked before any work)."""
+def require_extras(sequences=False):
+    """scikit-learn and matplotlib, which the study trains and draws with (and torch for
+    the sequence rows); else ``ImportError`` in one line saying how to install them
+    (checked before any work)."""
     missing = []
-    for module, name in (("sklearn", "scikit-learn"), ("matplotlib", "matplotlib")):
+    needed = (("sklearn", "scikit-learn"), ("matplotlib", "matplotlib")) + ((("torch", "torch"),) if sequences else ())
+    for module, name in needed:
         try:
             importlib.import_module(module)
         except ImportError:
             missing.append(name)
     if missing:
         verb = "is" if len(missing) == 1 else "are"
-        raise ImportError(f"beggar baselines needs {' and '.join(missing)}, which {verb} not installed: {INSTALL}")
+        install = INSTALL + (" and pip install 'beggar-env[rl]' (torch)" if "torch" in missing else "")
+        raise ImportError(f"beggar baselines needs {' and '.join(missing)}, which {verb} not installed: {install}")
 
 
 def _ignore(done, total):
@@ -80,10 +83,13 @@ def game_statistics(n_players, games, seed, progress=_ignore):
     return out
 
 
-def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, unit: _ignore, first_players=2):
-    """Train and evaluate every baseline for one player count. ``stage(name, unit)`` returns
-    the progress callback of a long stage: each forecaster's forecasts (counting positions),
-    the game statistics (counting games)."""
+def run_players(
+    n_players, protocol, seed=0, threads=None, stage=lambda name, unit: _ignore, first_players=2, sequences=False
+):
+    """Train and evaluate every baseline for one player count (and, with ``sequences``, the
+    GRU on the public stream). ``stage(name, unit)`` returns the progress callback of a long
+    stage: each forecaster's forecasts (counting positions), the game statistics (counting
+    games)."""
     started = time.perf_counter()
     test = ev.TestSet.generate(n_players, protocol.test_games, threads=threads)
     train = datasets.generate(
@@ -103,6 +109,8 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, un
         trees=protocol.trees,
         epochs=protocol.epochs,
     )
+    if sequences:
+        chosen.append(sequence_row(n_players, protocol, seed))
     for forecaster in chosen:
         reports.append(_evaluate(forecaster, train, test, protocol, stage))
     _add_gaps(reports, reports)
@@ -129,11 +137,24 @@ def run_players(n_players, protocol, seed=0, threads=None, stage=lambda name, un
     return block
 
 
+def sequence_row(n_players, protocol, seed):
+    """The GRU on the public stream, with the published settings (a smoke run's under the
+    QUICK protocol), trained on its own fresh games seeded ``seed + 1`` (the published row's
+    seed 1 for the study's default seed 0)."""
+    from .sequence_models import SequenceForecaster, budget
+
+    settings = budget("gru", quick=protocol.test_games < ev.PUBLISHED_GAMES)
+    return SequenceForecaster(n_players, "public", "gru", seed=seed + 1, **settings)
+
+
 def _evaluate(forecaster, train, test, protocol, stage):
     began = time.perf_counter()
     with warnings.catch_warnings():  # the protocol caps the iterations (trees, epochs) on purpose
         warnings.filterwarnings("ignore", category=UserWarning, message=".*(converge|Maximum iterations).*")
-        forecaster.fit(train)
+        if getattr(forecaster, "recurrent", False):  # minutes of training on its own games: show progress
+            forecaster.fit(train, progress=stage(f"training {forecaster.name}", "game"))
+        else:
+            forecaster.fit(train)
     fit_seconds = time.perf_counter() - began
     probs, seconds = ev.predict(forecaster, test, stage(forecaster.name, "pos"))
     result = ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap, forecaster.observation)
@@ -190,10 +211,15 @@ def _add_gaps(reports, among):
         result["gap_closed"] = {s: ev.gap_closed(result, prior, bayes, s) for s in ("all", "open")}
 
 
-def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, reports=(), stage=lambda name, unit: _ignore):
+def run(
+    players=(2, 3, 4), protocol=FULL, seed=0, threads=None, reports=(), stage=lambda name, unit: _ignore,
+    sequences=False,
+):  # fmt: skip
     """The whole study; ``reports`` are more rows: report files (``Report.save``, from
-    ``beggar_env.forecasting.evaluate`` or ``evaluate_policy``) of the same test set."""
-    require_extras()
+    ``beggar_env.forecasting.evaluate`` or ``evaluate_policy``) of the same test set.
+    ``sequences``: also train and evaluate the GRU on the public stream for each player
+    count (needs torch; 5 to 10 minutes a player count on 2 cores)."""
+    require_extras(sequences)
     results = {
         "protocol": asdict(protocol),
         "seeds": {"test": ev.TEST_SEED, "train": {n: TRAIN_SEED + n for n in players}, "forecasters": seed},
@@ -202,7 +228,9 @@ def run(players=(2, 3, 4), protocol=FULL, seed=0, threads=None, reports=(), stag
         "players": {},
     }
     for n in players:
-        results["players"][str(n)] = run_players(n, protocol, seed, threads, stage, first_players=players[0])
+        results["players"][str(n)] = run_players(
+            n, protocol, seed, threads, stage, first_players=players[0], sequences=sequences
+        )
     add_reports(results, reports)
     return results
 

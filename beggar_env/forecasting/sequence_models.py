@@ -34,6 +34,16 @@ from .sequences import torch
 
 ARCHITECTURES = ("gru", "transformer")
 TARGETS = ("outcome", "bayes")
+PUBLISHED = dict(games=20_000, epochs=3, hidden=128, layers=2, context=128, lanes=128, window=128, soft_k=64)
+WIDTH = {"gru": 128, "transformer": 64}  # the published hidden units; the transformer's width
+QUICK = dict(games=200, epochs=1, hidden=16, layers=1, context=16, lanes=16, window=32, soft_k=4, val_games=50)
+
+
+def budget(architecture, quick=False):
+    """The settings of the published rows (``examples/sequence_forecasters.py``, ``beggar
+    baselines --sequences``), or of a smoke run of seconds."""
+    checks.choice("architecture", architecture, ARCHITECTURES)
+    return dict(QUICK) if quick else dict(PUBLISHED, hidden=WIDTH[architecture])
 nn = torch.nn
 functional = torch.nn.functional
 
