@@ -74,17 +74,33 @@ def parse_args(argv=None):
     parser.add_argument("--envs", type=int, default=256, help="envs stepped together (default 256)")
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="players (default 2)")
     parser.add_argument("--test-games", type=int, default=2000, help="test games of the protocol (default 2000)")
-    parser.add_argument("--algorithm", choices=("ppo", "recurrent"), default="ppo",
-                        help="PPO (an MLP) or sb3-contrib's RecurrentPPO (an LSTM) (default ppo)")
-    parser.add_argument("--observation", choices=("counted", "public"), default="counted",
-                        help="what the agent reads (default counted)")
-    parser.add_argument("--inputs", choices=("flat", "features"), default="flat",
-                        help="the observation flattened, or the forecasters' features of it (default flat)")
-    parser.add_argument("--reward", choices=("accuracy", "log", "brier"), default="accuracy",
-                        help="accuracy (a label), or a proper score of softmax(logits) (default accuracy)")
-    parser.add_argument("--test-seed", type=int, default=evaluate.TEST_SEED,
-                        help=f"seed of the test games (default the protocol's, {evaluate.TEST_SEED}; "
-                        "tune on another)")
+    parser.add_argument(
+        "--algorithm",
+        choices=("ppo", "recurrent"),
+        default="ppo",
+        help="PPO (an MLP) or sb3-contrib's RecurrentPPO (an LSTM) (default ppo)",
+    )
+    parser.add_argument(
+        "--observation", choices=("counted", "public"), default="counted", help="what the agent reads (default counted)"
+    )
+    parser.add_argument(
+        "--inputs",
+        choices=("flat", "features"),
+        default="flat",
+        help="the observation flattened, or the forecasters' features of it (default flat)",
+    )
+    parser.add_argument(
+        "--reward",
+        choices=("accuracy", "log", "brier"),
+        default="accuracy",
+        help="accuracy (a label), or a proper score of softmax(logits) (default accuracy)",
+    )
+    parser.add_argument(
+        "--test-seed",
+        type=int,
+        default=evaluate.TEST_SEED,
+        help=f"seed of the test games (default the protocol's, {evaluate.TEST_SEED}; tune on another)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds (few steps and games)")
     parser.add_argument("--out", help="write the protocol's report as JSON to this file")
     args = parser.parse_args(argv)
@@ -162,18 +178,12 @@ def forecaster(model, envs, args):
     whose game begins (``cards == 0``)."""
     import torch
 
-    from beggar_env.envs.sb3 import MappedObservations, flatten_obs, softmax
+    from beggar_env.envs.sb3 import softmax
     from beggar_env.forecasting import features
 
     envs.training = False
-    inner = envs.venv
-    while not hasattr(inner, "flatten_obs"):
-        inner = inner.venv
-    if args.inputs == "flat":
-        def inputs(obs):
-            return flatten_obs(inner._dict_space, obs)
-    else:
-        inputs = features.FEATURES[args.observation]
+    # SB3's wrappers hand unknown attributes down: flatten_obs is SB3VecEnv's, under any wrapper
+    inputs = envs.venv.flatten_obs if args.inputs == "flat" else features.FEATURES[args.observation]
     state = {"lstm": None}
 
     def probs(obs):
@@ -244,7 +254,10 @@ def main(argv=None):
 
     torch.set_num_threads(1)
     model, envs, seconds = train(args)
-    print(f"trained {row_name(args)} for {args.steps:,} steps in {seconds:.0f} s ({args.steps / seconds:,.0f} steps/s)", flush=True)
+    print(
+        f"trained {row_name(args)} for {args.steps:,} steps in {seconds:.0f} s ({args.steps / seconds:,.0f} steps/s)",
+        flush=True,
+    )
     test = evaluate.TestSet.generate(args.players, args.test_games, seed=args.test_seed)
     name = row_name(args)
     report = evaluate.evaluate_policy(
@@ -253,7 +266,9 @@ def main(argv=None):
     policy = "RecurrentPPO (sb3-contrib), MlpLstmPolicy" if args.algorithm == "recurrent" else (
         "PPO (Stable-Baselines3), MlpPolicy")  # fmt: skip
     inputs = "the flattened" if args.inputs == "flat" else "the features of the"
-    actions = "label actions" if args.reward == "accuracy" else "Gaussian logits (LogitActions), softmax as the forecast"
+    actions = (
+        "label actions" if args.reward == "accuracy" else "Gaussian logits (LogitActions), softmax as the forecast"
+    )
     report["training"] = {
         "algorithm": f"{policy} on {inputs} {args.observation} observation, VecNormalize, {actions}",
         "command": "python examples/ppo_forecaster.py " + " ".join(sys.argv[1:] if argv is None else argv),

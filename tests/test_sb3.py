@@ -371,10 +371,8 @@ def test_ppo_example_calibrated_and_recurrent_rows(sb3, options, tmp_path):
         np.testing.assert_allclose(again(obs), softmax(action), atol=1e-6)
     first = policy(play.reset(options={"deals": [deal, deal]})[0])  # new games: a recurrent state starts afresh
     np.testing.assert_allclose(first, forecasts[0], atol=1e-6)
-    result = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "ppo_forecaster.py"), "--quick", *options, "--out", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    command = [sys.executable, str(REPO / "examples" / "ppo_forecaster.py"), "--quick", *options]
+    result = subprocess.run([*command, "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["training"]["reward"] == "log" and report["forecaster"] == example.row_name(args)

@@ -44,6 +44,8 @@ def budget(architecture, quick=False):
     baselines --sequences``), or of a smoke run of seconds."""
     checks.choice("architecture", architecture, ARCHITECTURES)
     return dict(QUICK) if quick else dict(PUBLISHED, hidden=WIDTH[architecture])
+
+
 nn = torch.nn
 functional = torch.nn.functional
 
