@@ -146,7 +146,9 @@ def compile_ptx():
     # device functions are compiled for the current device's compute capability: stand one in
     numba.cuda.dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
     from beggar_env import core
+    from beggar_env.forecasting import rollouts
     from beggar_env.gpu import THREADS_PER_BLOCK, kernels
+    from beggar_env.search import searchers
 
     i8, i32, i64, u64 = t.int8, t.int32, t.int64, t.uint64
     capacity = core.capacity_for(core.DECK_SIZE)
@@ -158,12 +160,12 @@ def compile_ptx():
                 (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8, i64[:, :]),
             ),
             "walks": (
-                kernels.walks_kernel(n, capacity, core.DECK_SIZE),
+                kernels.walks_kernel(n, capacity, core.DECK_SIZE, searchers),
                 (i8, u64, i64, i64, i64, t.float64, i64[:], i64, i8[:, :], i32[:, :], i64)
                 + (i8[:, :], i32[:, :], i64[:, :], u64[:], i64[:, :], i64[:, :, :], i8[:, :, :], i64[:]),
             ),
             "rollouts": (
-                kernels.rollouts_kernel(n, capacity),
+                kernels.rollouts_kernel(n, capacity, rollouts),
                 (i8[:, :, :], i64[:, :], i8[:, :], i64[:], i64[:, :], t.uint8[:, :], i64[:, :], i64, i64, u64, i64)
                 + (i64[:, :], i64[:], i64[:]),
             ),

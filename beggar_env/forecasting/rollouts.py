@@ -13,6 +13,8 @@ uniform over the arrangements of the unseen cards in the unknown places (see
 ``docs/forecasting.md``), so the outcome frequencies converge to the Bayes posterior.
 """
 
+import sys
+
 import numpy as np
 from numba import prange
 
@@ -50,7 +52,7 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, 
     """
     arrays = table_arrays(obs, hands_field)
     if backend == "cuda":
-        return gpu.play_out(arrays, k, seed, max_cards, progress)
+        return gpu.play_out(sys.modules[__name__], arrays, k, seed, max_cards, progress)  # roll_position here
     n, n_players = arrays[0].shape[:2]
     counts = np.zeros((n, n_players + 1), np.int64)
     rollouts = np.zeros(n, np.int64)

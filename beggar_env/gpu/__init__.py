@@ -128,9 +128,10 @@ def play_batch(deals, max_cards, max_tricks, detect_cycles, results, capacity, p
             progress(hi)
 
 
-def play_out(arrays, k, seed, max_cards, progress=None):
+def play_out(rollouts_module, arrays, k, seed, max_cards, progress=None):
     """rollouts.play_out's counts on the GPU, from its ``table_arrays``: (counts, rollouts,
-    cards played), the same numbers as the CPU's."""
+    cards played), the same numbers as the CPU's (its ``roll_position``, from
+    ``rollouts_module``, compiled for the GPU)."""
     cuda = require_cuda()
     from .kernels import rollouts_kernel
 
@@ -139,7 +140,7 @@ def play_out(arrays, k, seed, max_cards, progress=None):
     rollouts = np.zeros(n, np.int64)
     played = np.zeros(n, np.int64)
     threads = _threads()
-    kernel = rollouts_kernel(n_players, core.capacity_for(core.DECK_SIZE))
+    kernel = rollouts_kernel(n_players, core.capacity_for(core.DECK_SIZE), rollouts_module)
     for lo in range(0, n, LAUNCH_POSITIONS):
         hi = min(lo + LAUNCH_POSITIONS, n)
         out = [cuda.to_device(a[lo:hi]) for a in (counts, rollouts, played)]
@@ -165,6 +166,8 @@ class Walks:
     :data:`WALK_LAUNCH_GAMES` games of them and returns the games that reached the
     thresholds. A walk pauses when its buffer of candidates is full and goes on at the
     next launch, so what it keeps does not depend on the launches: the CPU's chunks do the same.
+    ``searchers`` is the module of the walks' steps (beggar_env.search.searchers, handed over
+    by its caller: this floor imports nothing above it).
 
     The walks' steps are searchers' own functions; with a temperature, the GPU's ``exp``
     (libdevice, within 1 ulp) may round otherwise than the CPU's, so a draw within an ulp
@@ -172,13 +175,24 @@ class Walks:
     the C library's)."""
 
     def __init__(
-        self, n_players, starts, start_sizes, objective, seed, first, n_walks, unit_games, end_game, temperature
+        self,
+        searchers,
+        n_players,
+        starts,
+        start_sizes,
+        objective,
+        seed,
+        first,
+        n_walks,
+        unit_games,
+        end_game,
+        temperature,
     ):
         self.cuda = require_cuda()
         from .kernels import FOUND_PER_WALK, result_length, walks_kernel
 
         width = starts.shape[1]
-        self.kernel = walks_kernel(n_players, core.capacity_for(width), width)
+        self.kernel = walks_kernel(n_players, core.capacity_for(width), width, searchers)
         self.settings = (
             np.int8(objective),
             np.uint64(seed),

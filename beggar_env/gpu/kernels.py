@@ -34,8 +34,6 @@ from numba.core.registry import CPUDispatcher
 
 from .. import core
 from ..core import DECK_SIZE, NO_LIMIT
-from ..forecasting import rollouts
-from ..search import searchers
 
 # offsets in a result row (int64): as core.result_dtype, hand sizes last
 R_OUTCOME, R_WINNER, R_CARDS, R_TRICKS, R_CYCLE_START_CARDS, R_CYCLE_START_TRICKS, R_CYCLE_CARDS, R_CYCLE_TRICKS = (
@@ -86,29 +84,18 @@ def _module_of(module, twins):
 
 _core = device_twins(core, _compiled(core))
 _gpu_core = {"core": _module_of(core, _core)}
-_search = device_twins(
-    searchers,
-    (
-        "score_of",
-        "fitness_of",
-        "is_candidate",
-        "deal_deck",
-        "next_draw",
-        "walk_counter",
-        "propose",
-        "accepts",
-        "start_walk",
-    ),
-    {"mix64": _core["mix64"], "derive_key": _core["derive_key"]},
-    _gpu_core,
+init_state, finish_now, derive_key, shuffle_deck, deal_deck = (
+    _core[n] for n in ("init_state", "finish_now", "derive_key", "shuffle_deck", "deal_deck")
 )
-_rollouts = device_twins(rollouts, ("_set_position", "roll_position"), modules=_gpu_core)
-init_state, finish_now, derive_key, shuffle_deck = (
-    _core[n] for n in ("init_state", "finish_now", "derive_key", "shuffle_deck")
-)
-deal_deck, start_walk, propose, accepts = (_search[n] for n in ("deal_deck", "start_walk", "propose", "accepts"))
-is_candidate, fitness_of = _search["is_candidate"], _search["fitness_of"]
-roll_position = _rollouts["roll_position"]
+WALK_STEPS = ("score_of", "fitness_of", "is_candidate", "next_draw", "walk_counter", "propose", "accepts", "start_walk")
+
+
+@functools.cache
+def _twins_of(module, names):
+    """The GPU twins of an upper floor's functions (search's walk steps, the rollouts):
+    the caller hands its own module over, so that this floor imports nothing above it."""
+    return device_twins(module, names, _core, _gpu_core)
+
 
 device = cuda.jit(device=True)
 
@@ -215,10 +202,12 @@ def games_kernel(n_players, capacity, width, threads):
 
 
 @functools.cache
-def rollouts_kernel(n_players, capacity):
-    """The kernel of rollouts.play_out: one position per thread, taken from the block's
-    share as threads free up; ``counts[i]``, ``rollouts[i]`` and ``played[i]`` its results."""
+def rollouts_kernel(n_players, capacity, rollouts_module):
+    """The kernel of rollouts.play_out (its ``roll_position``, from ``rollouts_module``): one
+    position per thread, taken from the block's share as threads free up; ``counts[i]``,
+    ``rollouts[i]`` and ``played[i]`` its results."""
     state_type, result_type, progress_type = _record_types(n_players, capacity)
+    roll_position = _twins_of(rollouts_module, ("_set_position", "roll_position"))["roll_position"]
 
     @cuda.jit
     def kernel(
@@ -250,15 +239,19 @@ FOUND_PER_WALK = 8  # candidates a walk may keep per launch: a full buffer pause
 
 
 @functools.cache
-def walks_kernel(n_players, capacity, width):
+def walks_kernel(n_players, capacity, width, searchers_module):
     """The kernel of local search (searchers._search's walks), one walk per thread:
     ``kernel[blocks, threads](objective, seed, first, unit_games, end_game, temperature,
     thresholds, n_starts, starts, start_sizes, steps, deals, sizes, walks, counters,
     found_step, found_rows, found_deals, n_found)``. Walk ``i`` is unit ``first + i``; a
     launch plays up to ``steps`` of its games and stops early when its buffer of
     candidates is full; ``deals``, ``sizes``, ``walks`` and ``counters`` hold where it
-    stands for the next launch."""
+    stands for the next launch. The walk's steps are those of ``searchers_module``.
+    """
     state_type, result_type, progress_type = _record_types(n_players, capacity)
+    steps = _twins_of(searchers_module, WALK_STEPS)
+    start_walk, propose, accepts = steps["start_walk"], steps["propose"], steps["accepts"]
+    is_candidate, fitness_of = steps["is_candidate"], steps["fitness_of"]
 
     @cuda.jit
     def kernel(

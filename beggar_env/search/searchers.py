@@ -25,6 +25,7 @@ the top K of its ranges, whatever the ranges.
 """
 
 import math
+import sys
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -32,7 +33,7 @@ import numpy as np
 from numba import prange
 
 from .. import core, gpu
-from ..core import NO_LIMIT, Outcome, Phase, derive_key, mix64
+from ..core import NO_LIMIT, Outcome, Phase, deal_deck, derive_key, mix64
 from ..deals import Deal, parse_deal
 from ..game import CHUNKS_PER_THREAD
 from ..jit import jit, parallel, serial_and_parallel
@@ -141,20 +142,6 @@ def is_candidate(outcome, cards, tricks, thresholds):
 @jit
 def _unit_length(settings, u):
     return min(settings.unit_games, settings.end_game - u * settings.unit_games)
-
-
-@jit
-def deal_deck(deck, deal, sizes):
-    """Card classes of a shuffled deck dealt one at a time from seat 0 (as
-    ``core.init_shuffled_state``), hand after hand into ``deal``."""
-    n_players = sizes.shape[0]
-    n = 0
-    for p in range(n_players):
-        sizes[p] = 0
-        for k in range(p, core.DECK_SIZE, n_players):
-            deal[n] = core.CLASS_OF_CARD_ID[deck[k]]
-            n += 1
-            sizes[p] += 1
 
 
 @jit
@@ -508,6 +495,7 @@ class SearchJob:
         for a in range(lo, hi, gpu.LAUNCH_WALKS):
             b = min(a + gpu.LAUNCH_WALKS, hi)
             walks = gpu.Walks(
+                sys.modules[__name__],  # these steps, compiled for the GPU
                 self.n_players,
                 start_cards,
                 start_sizes,
