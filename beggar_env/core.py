@@ -286,6 +286,20 @@ def shuffle_deck(key, deck):
 
 
 @jit
+def deal_deck(deck, deal, sizes):
+    """Card classes of a shuffled deck dealt one at a time from seat 0 (as
+    :func:`init_shuffled_state`), hand after hand into ``deal``, hand sizes into ``sizes``."""
+    n_players = sizes.shape[0]
+    n = 0
+    for p in range(n_players):
+        sizes[p] = 0
+        for k in range(p, DECK_SIZE, n_players):
+            deal[n] = CLASS_OF_CARD_ID[deck[k]]
+            n += 1
+            sizes[p] += 1
+
+
+@jit
 def shuffle(key, values, n):
     """Shuffle ``values[:n]`` in place in the order given by ``key`` (Fisher-Yates)."""
     z = np.uint64(key)

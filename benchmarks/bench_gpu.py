@@ -1,17 +1,24 @@
 """The engine on a GPU (backend="cuda") against the CPU engine, in one run.
 
-    python benchmarks/bench_gpu.py [--games N] [--positions N] [--k K] [--simulator]
+    python benchmarks/bench_gpu.py [--quick] [--games N] [--walks N] [--walk-steps N]
+                                   [--positions N] [--k K] [--simulator | --ptx]
 
-Measures, on both engines: deals/s of ``simulate`` (random 2-player games, cycle detection),
-deals/s of random ``search``, and cards/s of the Bayes forecaster's rollouts (K rollouts of
-each of N counted positions); prints each figure and the GPU/CPU ratio. Every GPU result is
-checked against the CPU's (a difference exits with status 1). Each side runs once untimed
-first (compilation), then once timed.
+Names the device (GPU, compute capability, CPU cores), then measures on both engines:
+deals/s of ``simulate`` (random 2-player games, cycle detection), deals/s of ``search``
+with strategy ``random`` and with strategy ``local`` (hill climbing), and cards/s of the
+Bayes forecaster's rollouts (K rollouts of each of N counted positions); prints each
+figure and the GPU/CPU ratio. Every GPU result is checked against the CPU's (a difference
+exits with status 1). Each side runs once untimed first (compilation: most of a short
+run's time on the GPU), then once timed. ``--quick`` is a short run for a GPU session's
+first look (about a minute of device time, most of it compiling); the default sizes take
+a few minutes.
 
 Needs numba-cuda (``pip install 'beggar-env[cuda]'``) and an NVIDIA GPU: without one it
 says so and exits 0. ``--simulator`` runs a tiny version under numba's CUDA simulator
 (NUMBA_ENABLE_CUDASIM=1, set here before numba is imported) to show that the script works;
-its "GPU" figures are the simulator's, meaningless as speeds.
+its "GPU" figures are the simulator's, meaningless as speeds. ``--ptx`` needs no GPU: it
+compiles every kernel (2-4 players) to PTX for sm_90 (H100/H200) with numba-cuda's NVVM
+(the ``nvidia-cuda-nvcc-cu12`` wheel), the check the simulator cannot make.
 """
 
 import argparse
@@ -20,17 +27,31 @@ import sys
 import time
 import warnings
 
+SIZES = {  # games, walks, walk steps, positions, rollouts per position
+    "default": (1 << 24, 1 << 14, 256, 20_000, 256),
+    "quick": (1 << 21, 1 << 12, 64, 2_000, 64),
+    "simulator": (200, 4, 10, 20, 8),
+}
+
 
 def _options():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=2_000_000, help="games for simulate and search (default 2e6)")
-    parser.add_argument("--positions", type=int, default=2_000, help="positions for the rollouts (default 2000)")
-    parser.add_argument("--k", type=int, default=256, help="rollouts per position (default 256)")
-    parser.add_argument("--simulator", action="store_true", help="a tiny run under numba's CUDA simulator")
+    parser.add_argument("--quick", action="store_true", help="a short run: about a minute of device time")
+    parser.add_argument("--games", type=int, help="games for simulate and random search (default 2^24; quick 2^21)")
+    parser.add_argument("--walks", type=int, help="local search walks (default 2^14; quick 2^12)")
+    parser.add_argument("--walk-steps", type=int, help="games per walk (default 256; quick 64)")
+    parser.add_argument("--positions", type=int, help="positions for the rollouts (default 20000; quick 2000)")
+    parser.add_argument("--k", type=int, help="rollouts per position (default 256; quick 64)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--simulator", action="store_true", help="a tiny run under numba's CUDA simulator")
+    where.add_argument("--ptx", action="store_true", help="no GPU needed: compile every kernel to PTX for sm_90")
     options = parser.parse_args()
+    size = "simulator" if options.simulator else "quick" if options.quick else "default"
+    for name, value in zip(("games", "walks", "walk_steps", "positions", "k"), SIZES[size]):
+        if getattr(options, name) is None:
+            setattr(options, name, value)
     if options.simulator:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
-        options.games, options.positions, options.k = 200, 20, 8
         warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
     return options
 
@@ -42,11 +63,11 @@ def _timed(run):
     return value, time.perf_counter() - started
 
 
-def _compare(name, rate_unit, cpu, gpu, cpu_seconds, gpu_seconds, amount, same):
+def _compare(name, rate_unit, cpu_seconds, gpu_seconds, amount, same):
     cpu_rate, gpu_rate = amount / cpu_seconds, amount / gpu_seconds
     verdict = "same results" if same else "RESULTS DIFFER"
-    print(f"{name:<10} CPU {cpu_rate:>14,.0f} {rate_unit}   GPU {gpu_rate:>14,.0f} {rate_unit}   ", end="")
-    print(f"GPU/CPU {gpu_rate / cpu_rate:8.2f}x   {verdict}")
+    print(f"{name:<13} CPU {cpu_rate:>14,.0f} {rate_unit}   GPU {gpu_rate:>14,.0f} {rate_unit}   ", end="")
+    print(f"GPU/CPU {gpu_rate / cpu_rate:8.2f}x   {verdict}", flush=True)
     return same
 
 
@@ -57,20 +78,30 @@ def bench_simulate(games):
 
     cpu, cpu_s = _timed(lambda: beggar_env.simulate(games, seed=1))
     gpu, gpu_s = _timed(lambda: beggar_env.simulate(games, seed=1, backend="cuda"))
-    return _compare("simulate", "deals/s", cpu, gpu, cpu_s, gpu_s, games, bool(np.array_equal(cpu, gpu)))
+    return _compare("simulate", "deals/s", cpu_s, gpu_s, games, bool(np.array_equal(cpu, gpu)))
+
+
+def _finds(report):
+    from dataclasses import replace
+
+    return {o: [replace(f, found_at=None) for f in entries] for o, entries in report.found.items()}
 
 
 def bench_search(games):
-    from dataclasses import replace
-
     from beggar_env.search import search
-
-    def finds(report):
-        return {o: [replace(f, found_at=None) for f in entries] for o, entries in report.found.items()}
 
     cpu, cpu_s = _timed(lambda: search(2, deals=games, seed=1))
     gpu, gpu_s = _timed(lambda: search(2, deals=games, seed=1, backend="cuda"))
-    return _compare("search", "deals/s", cpu, gpu, cpu_s, gpu_s, games, finds(cpu) == finds(gpu))
+    return _compare("search random", "deals/s", cpu_s, gpu_s, games, _finds(cpu) == _finds(gpu))
+
+
+def bench_local(walks, walk_steps):
+    from beggar_env.search import search
+
+    options = dict(strategy="local", deals=walks * walk_steps, walk_steps=walk_steps, seed=1)
+    cpu, cpu_s = _timed(lambda: search(2, **options))
+    gpu, gpu_s = _timed(lambda: search(2, backend="cuda", **options))
+    return _compare("search local", "deals/s", cpu_s, gpu_s, walks * walk_steps, _finds(cpu) == _finds(gpu))
 
 
 def bench_rollouts(positions, k):
@@ -87,21 +118,97 @@ def bench_rollouts(positions, k):
     gpu, gpu_s = _timed(lambda: gpu_bayes.counts(obs))
     cards = cpu_bayes.cards_played // 2  # two calls each
     same = bool(np.array_equal(cpu, gpu)) and cpu_bayes.cards_played == gpu_bayes.cards_played
-    return _compare("rollouts", "cards/s", cpu, gpu, cpu_s, gpu_s, cards, same)
+    return _compare("rollouts", "cards/s", cpu_s, gpu_s, cards, same)
+
+
+def _device_line(cuda):
+    import numba
+
+    from beggar_env import gpu
+
+    cores = f"CPU: {os.cpu_count()} cores, numba {numba.__version__} on {numba.config.NUMBA_NUM_THREADS} threads"
+    if gpu.simulated():
+        return f"device: numba's CUDA simulator (speeds meaningless); {cores}"
+    device = cuda.get_current_device()
+    name = device.name.decode() if isinstance(device.name, bytes) else device.name
+    major, minor = device.compute_capability
+    return f"device: {name} (compute capability {major}.{minor}); {cores}"
+
+
+def compile_ptx():
+    """Every kernel compiled to PTX for sm_90, without a GPU; 0 when all compile."""
+    import types as pytypes
+
+    import numba.cuda.dispatcher
+    from numba import cuda
+    from numba import types as t
+
+    # device functions are compiled for the current device's compute capability: stand one in
+    numba.cuda.dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+    from beggar_env import core
+    from beggar_env.forecasting import rollouts
+    from beggar_env.gpu import THREADS_PER_BLOCK, kernels
+    from beggar_env.search import searchers
+
+    i8, i32, i64, u64 = t.int8, t.int32, t.int64, t.uint64
+    capacity = core.capacity_for(core.DECK_SIZE)
+    started = time.perf_counter()
+    for n in (2, 3, 4):
+        signatures = {
+            "games": (
+                kernels.games_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
+                (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8, i64[:, :]),
+            ),
+            "walks": (
+                kernels.walks_kernel(n, capacity, core.DECK_SIZE, searchers),
+                (i8, u64, i64, i64, i64, t.float64, i64[:], i64, i8[:, :], i32[:, :], i64)
+                + (i8[:, :], i32[:, :], i64[:, :], u64[:], i64[:, :], i64[:, :, :], i8[:, :, :], i64[:]),
+            ),
+            "rollouts": (
+                kernels.rollouts_kernel(n, capacity, rollouts),
+                (i8[:, :, :], i64[:, :], i8[:, :], i64[:], i64[:, :], t.uint8[:, :], i64[:, :], i64, i64, u64, i64)
+                + (i64[:, :], i64[:], i64[:]),
+            ),
+        }
+        for name, (kernel, signature) in signatures.items():
+            try:
+                ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
+            except Exception as error:  # noqa: BLE001 - NVVM missing, or a kernel that does not compile: say which
+                print(f"bench_gpu --ptx: {name} kernel, {n} players: {type(error).__name__}: {error}".splitlines()[0])
+                return 1
+            depot = [line for line in ptx.splitlines() if "__local_depot" in line]
+            local = depot[0].split("[")[-1].rstrip("];") if depot else "0"
+            seconds = time.perf_counter() - started
+            print(f"{name:<9} {n} players: PTX for sm_90, {len(ptx):,} characters, ", end="")
+            print(f"{local} bytes of local memory a thread ({seconds:.0f} s so far)", flush=True)
+    return 0
 
 
 def main():
     options = _options()
+    if options.ptx:
+        return compile_ptx()
     from beggar_env import gpu
 
     try:
-        gpu.require_cuda()
+        cuda = gpu.require_cuda()
     except (ImportError, ValueError) as error:
         print(f"bench_gpu: no GPU to measure: {error}")
         return 0
-    where = "numba's CUDA simulator (speeds meaningless)" if gpu.simulated() else "a GPU"
-    print(f"bench_gpu: {options.games:,} games, {options.positions:,} positions x {options.k} rollouts, on {where}")
-    same = [bench_simulate(options.games), bench_search(options.games), bench_rollouts(options.positions, options.k)]
+    started = time.perf_counter()
+    print(f"bench_gpu: {_device_line(cuda)}")
+    print(
+        f"bench_gpu: {options.games:,} games; {options.walks:,} walks of {options.walk_steps} games; "
+        f"{options.positions:,} positions x {options.k} rollouts",
+        flush=True,
+    )
+    same = [
+        bench_simulate(options.games),
+        bench_search(options.games),
+        bench_local(options.walks, options.walk_steps),
+        bench_rollouts(options.positions, options.k),
+    ]
+    print(f"bench_gpu: {time.perf_counter() - started:.0f} s in all, compilation included")
     return 0 if all(same) else 1
 
 

@@ -50,6 +50,11 @@ def same_records(gpu_records, cpu_records):
         )
 
 
+def _finds(report):
+    """A search's finds, without the time they were found."""
+    return {o: [replace(f, found_at=None) for f in entries] for o, entries in report.found.items()}
+
+
 # ---------------------------------------------------------------- the child run
 
 
@@ -103,8 +108,6 @@ def test_settings_the_cuda_backend_refuses_are_named():
         beggar_env.simulate(4, seed=1, backend="cuda", detect_cycles=False)
     with pytest.raises(ValueError, match="address"):
         beggar_env.simulate(4, seed=1, backend="cuda", address="auto")
-    with pytest.raises(ValueError, match="only 'random'"):
-        search(2, deals=4, strategy="local", backend="cuda")
     with pytest.raises(ValueError, match="backend"):
         fc.BayesMC(2, backend="gpu")
 
@@ -190,14 +193,44 @@ def test_odd_deals_empty_hands_and_more_than_a_deck():
 @simulator
 @pytest.mark.parametrize("n_players", [2, 4])
 def test_random_search_finds_what_the_cpu_search_finds(n_players):
-    def finds(report):
-        return {o: [replace(f, found_at=None) for f in entries] for o, entries in report.found.items()}
-
     cpu = search(n_players, deals=50, seed=9, top=4, threads=1)
     on_gpu = search(n_players, deals=50, seed=9, top=4, backend="cuda")
     assert on_gpu.deals_done == cpu.deals_done == 50
-    assert finds(on_gpu) == finds(cpu)
-    assert finds(cpu)["cards"]
+    assert _finds(on_gpu) == _finds(cpu)
+    assert _finds(cpu)["cards"]
+
+
+@simulator
+@pytest.mark.parametrize(
+    "n_players, options",
+    [
+        (2, dict(objective="cards", deals=40, walk_steps=13)),  # the last walk cut by the budget
+        (3, dict(objective="tricks", deals=30, walk_steps=10, temperature=60.0)),  # annealing
+        (2, dict(objective="cycle", deals=24, walk_steps=12, temperature=8.0)),
+        (4, dict(objective="cards", deals=20, walk_steps=10)),
+    ],
+)
+def test_local_search_walks_as_the_cpu_walks(n_players, options, monkeypatch):
+    cpu = search(n_players, strategy="local", seed=4, top=3, threads=1, **options)
+    assert _finds(search(n_players, strategy="local", seed=4, top=3, backend="cuda", **options)) == _finds(cpu)
+    assert cpu.found["cards"] and len({f.index for f in cpu.found["cards"]}) == len(cpu.found["cards"])
+    monkeypatch.setattr(gpu, "WALK_LAUNCH_GAMES", 3)  # a walk goes on over launches
+    monkeypatch.setattr(gpu, "LAUNCH_WALKS", 2)  # a range in groups of walks
+    on_gpu = search(n_players, strategy="local", seed=4, top=3, backend="cuda", **options)
+    assert _finds(on_gpu) == _finds(cpu) and on_gpu.deals_done == cpu.deals_done == options["deals"]
+
+
+@simulator
+def test_local_search_from_start_deals_and_full_buffers(vectors, monkeypatch):
+    from beggar_env.gpu import kernels
+
+    casella = next(v["deal"] for v in vectors if v["outcome"] == "cycle" and v["cards"] > 100)
+    starts = [casella, beggar_env.random_deal(2, seed=1), Deal.from_classes([[0, 0, 1, 0, 2], [0, 3, 0]])]
+    options = dict(strategy="local", objective="cycle", starts=starts, deals=30, walk_steps=10, seed=6, top=5)
+    cpu = search(2, threads=1, **options)
+    assert _finds(search(2, backend="cuda", **options)) == _finds(cpu)
+    monkeypatch.setattr(kernels, "FOUND_PER_WALK", 1)  # a walk pauses at every candidate
+    assert _finds(search(2, backend="cuda", **options)) == _finds(cpu)
 
 
 @simulator
@@ -220,9 +253,8 @@ def test_the_command_line_runs_on_the_backend(tmp_path):
 
     assert main(["simulate", "--games", "20", "--seed", "3", "--backend", "cuda", "--no-progress"]) == 0
     assert main(["search", "--deals", "20", "--seed", "3", "--backend", "cuda", "--out", str(tmp_path / "f")]) == 0
-    assert (
-        main(["search", "--deals", "2", "--backend", "cuda", "--strategy", "local", "--out", str(tmp_path / "g")]) == 2
-    )
+    local = ["--strategy", "local", "--walk-steps", "5", "--objective", "tricks"]
+    assert main(["search", "--deals", "10", "--backend", "cuda", *local, "--out", str(tmp_path / "g")]) == 0
 
 
 @pytest.mark.skipif(SIMULATED or not HAVE_NUMBA_CUDA, reason="needs numba-cuda and a real GPU")

@@ -599,12 +599,12 @@ def _add_ray(parser):
     )
 
 
-def _add_backend(parser, only=""):
+def _add_backend(parser):
     parser.add_argument(
         "--backend",
         choices=("local", "cuda"),
         default="local",
-        help=f"local: this machine's cores (default); cuda: an NVIDIA GPU{only}, needs beggar-env[cuda]",
+        help="local: this machine's cores (default); cuda: an NVIDIA GPU, needs beggar-env[cuda]",
     )
 
 
@@ -690,7 +690,7 @@ def _add_search_parser(commands):
     q.add_argument("--resume", action="store_true", help="continue the file (and its run with these settings)")
     _add_run_options(q, "searching")
     _add_ray(q)
-    _add_backend(q, " (random search only)")
+    _add_backend(q)
 
 
 def _add_cycles_parser(commands):
@@ -929,8 +929,6 @@ def _cmd_search(args):
     out = _search_path(args.out, args.resume)
     if args.backend == "cuda":
         _require_cuda("search", args)
-        if args.strategy != "random":
-            raise UsageError(f"beggar search: --backend cuda runs strategy random only, not {args.strategy}")
         backend = dict(backend="cuda")
         _compiling_notice(lambda: search(args.players, deals=2, seed=0, **options, **backend))
     elif args.ray is None:  # load or compile the searcher before the timed run

@@ -13,6 +13,8 @@ uniform over the arrangements of the unseen cards in the unknown places (see
 ``docs/forecasting.md``), so the outcome frequencies converge to the Bayes posterior.
 """
 
+import sys
+
 import numpy as np
 from numba import prange
 
@@ -50,7 +52,7 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, 
     """
     arrays = table_arrays(obs, hands_field)
     if backend == "cuda":
-        return gpu.play_out(arrays, k, seed, max_cards, progress)
+        return gpu.play_out(sys.modules[__name__], arrays, k, seed, max_cards, progress)  # roll_position here
     n, n_players = arrays[0].shape[:2]
     counts = np.zeros((n, n_players + 1), np.int64)
     rollouts = np.zeros(n, np.int64)
@@ -63,7 +65,7 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, 
         for lo in range(0, n, step):
             hi = min(lo + step, n)
             _play_positions(
-                *(a[lo:hi] for a in arrays),
+                tuple(a[lo:hi] for a in arrays),
                 max_cards,
                 k,
                 np.uint64(seed),  # 0 .. 2**64 - 1: an int64 would overflow above 2**63
@@ -121,45 +123,41 @@ def _set_position(s, hands, bag, pile, pile_size, table, alive, counters, max_ca
             s.winner = p
 
 
+@jit
+def roll_position(i, positions, max_cards, k, seed, first, counts, rollouts, bag, states, f, r):
+    """Play position ``i`` of ``positions`` (the arrays of :func:`table_arrays`) into
+    ``counts[i]`` and ``rollouts[i]`` (``states``: three scratch states, ``bag`` room for a
+    deck); return the cards they played. The CPU and the GPU (beggar_env.gpu.kernels,
+    compiled from this source) both play this."""
+    hands, unseen, pile, pile_size, table, alive, counters = positions
+    n_hidden = 0
+    classes = 0
+    for card in range(core.N_CLASSES):
+        classes += unseen[i, card] > 0
+        for _ in range(unseen[i, card]):
+            bag[n_hidden] = card
+            n_hidden += 1
+    runs = k if classes >= 2 else 1  # one class: a single arrangement
+    key = core.derive_key(seed, first + i)
+    played = 0
+    s = states[0]
+    for j in range(runs):
+        if runs > 1:
+            core.shuffle(core.derive_key(key, j), bag, n_hidden)
+        _set_position(s, hands[i], bag, pile[i], pile_size[i], table[i], alive[i], counters[i], max_cards)
+        core.finish_now(s, True, r, states[1], states[2], f)
+        counts[i, core.outcome_label(r.winner, s.held.shape[0])] += 1
+        played += r.cards - counters[i, 0]
+    rollouts[i] = runs
+    return played
+
+
 @jit(parallel=True)
-def _play_positions(
-    hands,
-    unseen,
-    pile,
-    pile_size,
-    table,
-    alive,
-    counters,
-    max_cards,
-    k,
-    seed,
-    first,
-    counts,
-    rollouts,
-    played,
-    states,
-    progress,
-    results,
-):
+def _play_positions(positions, max_cards, k, seed, first, counts, rollouts, played, states, progress, results):
     n_chunks = states.shape[0]
     for c in prange(n_chunks):
-        s, f, r = states[c, 0], progress[c], results[c]
         bag = np.empty(core.DECK_SIZE, np.int8)
         for i in range(c, counts.shape[0], n_chunks):  # strided: open positions come in runs
-            n_hidden = 0
-            classes = 0
-            for card in range(core.N_CLASSES):
-                classes += unseen[i, card] > 0
-                for _ in range(unseen[i, card]):
-                    bag[n_hidden] = card
-                    n_hidden += 1
-            runs = k if classes >= 2 else 1  # one class: a single arrangement
-            key = core.derive_key(seed, first + i)
-            for j in range(runs):
-                if runs > 1:
-                    core.shuffle(core.derive_key(key, j), bag, n_hidden)
-                _set_position(s, hands[i], bag, pile[i], pile_size[i], table[i], alive[i], counters[i], max_cards)
-                core.finish_now(s, True, r, states[c, 1], states[c, 2], f)
-                counts[i, core.outcome_label(r.winner, s.held.shape[0])] += 1
-                played[c] += r.cards - counters[i, 0]
-            rollouts[i] = runs
+            played[c] += roll_position(
+                i, positions, max_cards, k, seed, first, counts, rollouts, bag, states[c], progress[c], results[c]
+            )

@@ -1,11 +1,13 @@
-"""The engine on a GPU: ``backend="cuda"`` of :func:`beggar_env.simulate`, random search
-and the Bayes forecaster's rollouts, with the same results game for game as the CPU engine.
+"""The engine on a GPU: ``backend="cuda"`` of :func:`beggar_env.simulate`, of random and
+local search, and of the Bayes forecaster's rollouts, with the same results game for game
+as the CPU engine.
 
-The kernels (:mod:`beggar_env.gpu.kernels`, numba-cuda) play one game per thread with
-:mod:`beggar_env.core`'s rules, cycle detection and limits; random deals come from core's
-own ``derive_key`` and ``shuffle_deck`` compiled for the GPU, so a seed gives the same games.
-This module is the host side: checks, launches a bounded number of games at a time (Ctrl-C
-and progress between launches), and result records as core writes them.
+The kernels (:mod:`beggar_env.gpu.kernels`, numba-cuda) play one game per thread with the
+CPU's own code compiled for the GPU: :mod:`beggar_env.core`'s rules, cycle detection and
+limits, its ``derive_key`` and ``shuffle_deck`` (so a seed gives the same games), the
+search walks' steps and the rollouts. This module is the host side: checks, launches a
+bounded number of games at a time (Ctrl-C and progress between launches), and result
+records as core writes them.
 
 It needs the extra (``pip install 'beggar-env[cuda]'``: numba-cuda) and an NVIDIA GPU with
 its driver; ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) runs the same kernels
@@ -24,6 +26,8 @@ THREADS_PER_BLOCK = 128
 SIMULATOR_THREADS = 8  # the simulator runs a block's threads as Python threads: few are enough
 LAUNCH_GAMES = 1 << 20  # games per kernel launch: Ctrl-C and progress between launches
 LAUNCH_POSITIONS = 1 << 14  # positions per rollouts launch (each is played k times)
+LAUNCH_WALKS = 1 << 16  # local search: walks on the GPU at once, one a thread
+WALK_LAUNCH_GAMES = 1 << 24  # local search: about this many games per launch, all walks together
 
 
 def simulated() -> bool:
@@ -124,9 +128,10 @@ def play_batch(deals, max_cards, max_tricks, detect_cycles, results, capacity, p
             progress(hi)
 
 
-def play_out(arrays, k, seed, max_cards, progress=None):
+def play_out(rollouts_module, arrays, k, seed, max_cards, progress=None):
     """rollouts.play_out's counts on the GPU, from its ``table_arrays``: (counts, rollouts,
-    cards played), the same numbers as the CPU's."""
+    cards played), the same numbers as the CPU's (its ``roll_position``, from
+    ``rollouts_module``, compiled for the GPU)."""
     cuda = require_cuda()
     from .kernels import rollouts_kernel
 
@@ -135,7 +140,7 @@ def play_out(arrays, k, seed, max_cards, progress=None):
     rollouts = np.zeros(n, np.int64)
     played = np.zeros(n, np.int64)
     threads = _threads()
-    kernel = rollouts_kernel(n_players, core.capacity_for(core.DECK_SIZE))
+    kernel = rollouts_kernel(n_players, core.capacity_for(core.DECK_SIZE), rollouts_module)
     for lo in range(0, n, LAUNCH_POSITIONS):
         hi = min(lo + LAUNCH_POSITIONS, n)
         out = [cuda.to_device(a[lo:hi]) for a in (counts, rollouts, played)]
@@ -153,3 +158,98 @@ def play_out(arrays, k, seed, max_cards, progress=None):
         if progress is not None:
             progress(hi, n)
     return counts, rollouts, int(played.sum())
+
+
+class Walks:
+    """Local search's walks ``first .. first + n_walks - 1`` on the GPU, one a thread
+    (``searchers`` strategy ``local``): each :meth:`launch` plays about
+    :data:`WALK_LAUNCH_GAMES` games of them and returns the games that reached the
+    thresholds. A walk pauses when its buffer of candidates is full and goes on at the
+    next launch, so what it keeps does not depend on the launches: the CPU's chunks do the same.
+    ``searchers`` is the module of the walks' steps (beggar_env.search.searchers, handed over
+    by its caller: this floor imports nothing above it).
+
+    The walks' steps are searchers' own functions; with a temperature, the GPU's ``exp``
+    (libdevice, within 1 ulp) may round otherwise than the CPU's, so a draw within an ulp
+    of ``exp(gain / T)`` could part the walks on a real GPU (under the simulator both use
+    the C library's)."""
+
+    def __init__(
+        self,
+        searchers,
+        n_players,
+        starts,
+        start_sizes,
+        objective,
+        seed,
+        first,
+        n_walks,
+        unit_games,
+        end_game,
+        temperature,
+    ):
+        self.cuda = require_cuda()
+        from .kernels import FOUND_PER_WALK, result_length, walks_kernel
+
+        width = starts.shape[1]
+        self.kernel = walks_kernel(n_players, core.capacity_for(width), width, searchers)
+        self.settings = (
+            np.int8(objective),
+            np.uint64(seed),
+            np.int64(first),
+            np.int64(unit_games),
+            np.int64(end_game),
+            np.float64(temperature),
+        )
+        self.first, self.unit_games, self.n_walks = first, unit_games, n_walks
+        n_starts = len(starts)
+        if n_starts == 0:  # no empty arrays on the device
+            starts, start_sizes = np.zeros((1, width), np.int8), np.zeros((1, n_players), np.int32)
+        self.starts = (np.int64(n_starts), self.cuda.to_device(starts), self.cuda.to_device(start_sizes))
+        self.lengths = np.clip(end_game - (first + np.arange(n_walks)) * unit_games, 0, unit_games)
+        self.steps = np.int64(max(1, WALK_LAUNCH_GAMES // n_walks))
+        device = self.cuda.to_device
+        self.deals = device(np.zeros((n_walks, width), np.int8))
+        self.sizes = device(np.zeros((n_walks, n_players), np.int32))
+        self.walks = device(np.zeros((n_walks, 3), np.int64))
+        self.counters = device(np.zeros(n_walks, np.uint64))
+        self.found = (
+            device(np.zeros((n_walks, FOUND_PER_WALK), np.int64)),
+            device(np.zeros((n_walks, FOUND_PER_WALK, result_length(n_players)), np.int64)),
+            device(np.zeros((n_walks, FOUND_PER_WALK, width), np.int8)),
+        )
+        self.played = 0  # games played so far, all walks
+        self.done = not self.lengths.any()
+
+    def launch(self, thresholds):
+        """Play on; the games that reached ``thresholds`` (int64 per objective) as
+        (index, result row, deal's classes, hand sizes), and update :attr:`played` and
+        :attr:`done`."""
+        from .kernels import W_STEP
+
+        n_found = self.cuda.to_device(np.zeros(self.n_walks, np.int64))
+        self.kernel[_blocks(self.n_walks, _threads()), _threads()](
+            *self.settings,
+            self.cuda.to_device(np.asarray(thresholds, np.int64)),
+            *self.starts,
+            self.steps,
+            self.deals,
+            self.sizes,
+            self.walks,
+            self.counters,
+            *self.found,
+            n_found,
+        )
+        n_found = n_found.copy_to_host()
+        finds = []
+        if n_found.any():
+            steps, rows, deals = (a.copy_to_host() for a in self.found)
+            sizes = self.sizes.copy_to_host()
+            for i in np.flatnonzero(n_found):
+                for k in range(n_found[i]):
+                    index = (self.first + int(i)) * self.unit_games + int(steps[i, k])
+                    finds.append((index, rows[i, k], deals[i, k], sizes[i]))
+        played = self.walks.copy_to_host()[:, W_STEP]
+        self.played = int(played.sum())
+        self.done = bool((played >= self.lengths).all())
+        return finds

@@ -51,7 +51,7 @@ from .searchers import STRATEGIES, SearchJob
 SAVE_EVERY = 2.0  # seconds between rewrites of the file while finds arrive
 CHECKPOINT_EVERY = 30.0  # seconds between rewrites that only record how far the run got
 TASK_SECONDS = {"local": 0.5, "ray": 1.0, "cuda": 1.0}  # the aim for one range of units
-BACKENDS = ("local", "ray", "cuda")  # where a search runs: this machine's cores, Ray workers, a GPU (random only)
+BACKENDS = ("local", "ray", "cuda")  # where a search runs: this machine's cores, Ray workers, a GPU
 FIRST_TASK_GAMES = 1 << 13
 
 
@@ -105,10 +105,6 @@ def _check_arguments(
     backend = check_backend(backend, threads, choices=BACKENDS)
     if backend == "cuda":
         gpu.check_options(threads, True, NO_LIMIT, NO_LIMIT)
-        if strategy != "random":
-            raise ValueError(
-                f"strategy {strategy!r} does not run on the CUDA backend (only 'random' does): use backend='local'"
-            )
     if deals is not None:
         deals = checks.count("deals", deals, 1)
     if minutes is not None:
@@ -380,7 +376,7 @@ def search(
     (and ``seed``, by default the latest such run's) goes on from where it stopped, a new
     run adds its finds to the file's lists. ``backend="ray"`` runs the search on Ray
     workers, one per CPU, on a local Ray or the cluster at ``address``; ``backend="cuda"``
-    on an NVIDIA GPU (strategy ``random`` only; :mod:`beggar_env.gpu`), with the same finds;
+    on an NVIDIA GPU (:mod:`beggar_env.gpu`), with the same finds;
     ``threads`` (local backend, None: all cores). ``progress(status)`` is called a few times a second with
     a :class:`SearchStatus`. Returns a :class:`SearchReport`.
     """

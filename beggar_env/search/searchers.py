@@ -24,6 +24,8 @@ only the top K of what it found: the top K of a whole run is always among the un
 the top K of its ranges, whatever the ranges.
 """
 
+import math
+import sys
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -31,7 +33,7 @@ import numpy as np
 from numba import prange
 
 from .. import core, gpu
-from ..core import NO_LIMIT, Outcome, Phase, derive_key, mix64
+from ..core import NO_LIMIT, Outcome, Phase, deal_deck, derive_key, mix64
 from ..deals import Deal, parse_deal
 from ..game import CHUNKS_PER_THREAD
 from ..jit import jit, parallel, serial_and_parallel
@@ -88,30 +90,47 @@ WALKER_DTYPE = np.dtype(
 # ------------------------------------------------------------------ scoring
 
 
+# Scores, deals and the walks' steps are functions of numbers and arrays (no records), so
+# that the GPU's kernels (beggar_env.gpu.kernels) compile these same functions from source.
+
+
 @jit
-def score(objective, r):
+def score_of(objective, outcome, cards, tricks):
     """A finished game's place in an objective's list: cards or tricks of a game that
     ends, the cards to the first repeat of one that never does; NOT_ELIGIBLE otherwise."""
     if objective == Objective.CYCLE:
-        return r.cards if r.outcome == Outcome.CYCLE else NOT_ELIGIBLE
-    if r.outcome != Outcome.WIN:
+        return cards if outcome == Outcome.CYCLE else NOT_ELIGIBLE
+    if outcome != Outcome.WIN:
         return NOT_ELIGIBLE
-    return r.cards if objective == Objective.CARDS else r.tricks
+    return cards if objective == Objective.CARDS else tricks
+
+
+@jit
+def fitness_of(objective, outcome, cards, tricks):
+    """What a walk climbs: the score, with a game that ends as a stepping stone (its cards)
+    towards one that never does."""
+    if objective == Objective.CYCLE:
+        return cards + (CYCLE_BONUS if outcome == Outcome.CYCLE else 0)
+    return max(score_of(objective, outcome, cards, tricks), 0)
+
+
+@jit
+def score(objective, r):
+    """:func:`score_of` a result record."""
+    return score_of(objective, r.outcome, r.cards, r.tricks)
 
 
 @jit
 def fitness(objective, r):
-    """What a walk climbs: the score, with a game that ends as a stepping stone (its cards)
-    towards one that never does."""
-    if objective == Objective.CYCLE:
-        return r.cards + (CYCLE_BONUS if r.outcome == Outcome.CYCLE else 0)
-    return max(score(objective, r), 0)
+    """:func:`fitness_of` a result record."""
+    return fitness_of(objective, r.outcome, r.cards, r.tricks)
 
 
 @jit
-def _is_candidate(r, thresholds):
+def is_candidate(outcome, cards, tricks, thresholds):
+    """Whether a game may enter a list: its score reaches an objective's threshold."""
     for objective in range(thresholds.shape[0]):
-        points = score(objective, r)
+        points = score_of(objective, outcome, cards, tricks)
         if points != NOT_ELIGIBLE and points >= thresholds[objective]:
             return True
     return False
@@ -126,63 +145,65 @@ def _unit_length(settings, u):
 
 
 @jit
-def deal_deck(deck, deal, sizes):
-    """Card classes of a shuffled deck dealt one at a time from seat 0 (as
-    ``core.init_shuffled_state``), hand after hand into ``deal``."""
-    n_players = sizes.shape[0]
-    n = 0
-    for p in range(n_players):
-        sizes[p] = 0
-        for k in range(p, core.DECK_SIZE, n_players):
-            deal[n] = core.CLASS_OF_CARD_ID[deck[k]]
-            n += 1
-            sizes[p] += 1
+def next_draw(rng):
+    """A walk's counter after ``rng``, and its draw: (counter, draw)."""
+    rng += _GOLDEN
+    return rng, mix64(rng)
 
 
 @jit
-def _draw(w):
-    w.rng += _GOLDEN
-    return mix64(w.rng)
+def walk_counter(key):
+    """The counter of the walk whose start deal is shuffled by ``key``."""
+    return mix64(key ^ _WALK_SALT)
 
 
 @jit
-def _start_walk(settings, u, starts, start_sizes, deal, sizes, deck, w):
-    key = derive_key(settings.seed, u)
-    w.rng = mix64(key ^ _WALK_SALT)
-    if starts.shape[0] > 0:
-        k = u % starts.shape[0]
-        deal[:] = starts[k]
-        sizes[:] = start_sizes[k]
-    else:
-        core.shuffle_deck(key, deck)
-        deal_deck(deck, deal, sizes)
-    w.n_cards = sizes.sum()
-    w.a = -1
-
-
-@jit
-def _propose_swap(w, deal):
-    """Swap two cards of different classes (the deal has at least two classes)."""
-    n = np.uint64(w.n_cards)
+def propose(rng, deal, n_cards):
+    """Swap two cards of different classes of ``deal`` (it has at least two classes);
+    (counter, the two places)."""
+    n = np.uint64(n_cards)
     while True:
-        x = _draw(w)
+        rng, x = next_draw(rng)
         a = np.int64((x >> np.uint64(32)) % n)
         b = np.int64((x & np.uint64(0xFFFFFFFF)) % n)
         if deal[a] != deal[b]:
             break
     deal[a], deal[b] = deal[b], deal[a]
-    w.a = a
-    w.b = b
+    return rng, a, b
 
 
 @jit
-def _accept(settings, w, fit, length):
-    if fit >= w.current:
-        return True
-    temperature = settings.temperature * (1.0 - w.step / length)
-    if temperature <= 0.0:
-        return False
-    return (_draw(w) >> np.uint64(11)) * _TO_UNIT < np.exp((fit - w.current) / temperature)
+def accepts(rng, fit, current, temperature, step, length):
+    """Whether game ``step`` of a walk of ``length``, of fitness ``fit``, replaces the
+    deal of fitness ``current``: no worse, or (annealing) a draw below ``exp(gain / T)``;
+    (counter, verdict)."""
+    if fit >= current:
+        return rng, True
+    cooled = temperature * (1.0 - step / length)
+    if cooled <= 0.0:
+        return rng, False
+    rng, x = next_draw(rng)
+    return rng, (x >> np.uint64(11)) * _TO_UNIT < math.exp((fit - current) / cooled)
+
+
+@jit
+def start_walk(seed, u, n_starts, starts, start_sizes, deal, sizes, deck):
+    """Walk ``u``'s start deal into ``deal`` and ``sizes``: start deal ``u % n_starts``, or
+    a shuffled deck; (its counter, its cards)."""
+    key = derive_key(seed, u)
+    if n_starts > 0:
+        k = u % n_starts
+        for j in range(deal.shape[0]):
+            deal[j] = starts[k, j]
+        for p in range(sizes.shape[0]):
+            sizes[p] = start_sizes[k, p]
+    else:
+        core.shuffle_deck(key, deck)
+        deal_deck(deck, deal, sizes)
+    n_cards = 0
+    for p in range(sizes.shape[0]):
+        n_cards += sizes[p]
+    return walk_counter(key), n_cards
 
 
 # --------------------------------------------------------------- the kernel
@@ -247,22 +268,27 @@ def _search(
                     core.init_shuffled_state(s, key, NO_LIMIT, NO_LIMIT, decks[c])
                 else:
                     if w.step == 0:
-                        _start_walk(settings, u, starts, start_sizes, deals[c], sizes[c], decks[c], w)
+                        w.rng, w.n_cards = start_walk(
+                            settings.seed, u, starts.shape[0], starts, start_sizes, deals[c], sizes[c], decks[c]
+                        )
                     else:
-                        _propose_swap(w, deals[c])
+                        w.rng, w.a, w.b = propose(w.rng, deals[c], w.n_cards)
                     core.init_state(s, deals[c], sizes[c], NO_LIMIT, NO_LIMIT)
                 f.phase = Phase.START
             left = core.finish(s, True, r, work[c, 1], work[c, 2], f, left)
             if f.phase != Phase.DONE:
                 continue
-            if _is_candidate(r, thresholds):
+            if is_candidate(r.outcome, r.cards, r.tricks, thresholds):
                 if settings.strategy == Strategy.RANDOM:
                     deal_deck(decks[c], deals[c], sizes[c])
                 index = u * settings.unit_games + w.step
                 _keep(c, index, r, deals[c], sizes[c], found_index, found_results, found_deals, found_sizes, n_found)
             if settings.strategy == Strategy.LOCAL:
                 fit = fitness(settings.objective, r)
-                if w.step == 0 or _accept(settings, w, fit, length):
+                keep = w.step == 0
+                if not keep:
+                    w.rng, keep = accepts(w.rng, fit, w.current, settings.temperature, w.step, length)
+                if keep:
                     w.current = fit
                 else:
                     deals[c, w.a], deals[c, w.b] = deals[c, w.b], deals[c, w.a]
@@ -279,7 +305,7 @@ search_serial, search_parallel = serial_and_parallel(_search)
 def candidates(rows, thresholds, top):
     """The games of GPU result rows (:func:`beggar_env.gpu.play_rows`) that may enter a top
     list: per objective, the ``top`` best (higher score, then earlier game) of those that
-    reach its threshold (as :func:`score` and :func:`_is_candidate`); their row numbers."""
+    reach its threshold (as :func:`score` and :func:`is_candidate`); their row numbers."""
     outcome, cards, tricks = rows[:, 0], rows[:, 2], rows[:, 3]
     won = outcome == Outcome.WIN
     scores = (
@@ -436,13 +462,14 @@ class SearchJob:
         return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
 
     def run_cuda(self, lo, hi, thresholds, progress=None) -> RangeFinds:
-        """:meth:`run` on the GPU (:mod:`beggar_env.gpu`; strategy ``random`` only): the same
-        finds. The GPU plays every game of the range; the games that may enter a list are
-        taken from its results here."""
-        if self.strategy != "random":
-            raise ValueError(f"strategy {self.strategy!r} does not run on the CUDA backend: only 'random' does")
+        """:meth:`run` on the GPU (:mod:`beggar_env.gpu`): the same finds. ``random``: the
+        GPU plays every game of the range and the games that may enter a list are taken
+        from its results here; ``local``: one walk a GPU thread (:class:`gpu.Walks`)."""
         found = TopLists(self.top)
         floor = np.asarray(thresholds, np.int64)
+        if self.strategy == "local":
+            self._walks_cuda(lo, hi, floor, found, progress)
+            return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
         end = lo + self.games_in(lo, hi)
         for a in range(lo, end, gpu.LAUNCH_GAMES):
             b = min(a + gpu.LAUNCH_GAMES, end)
@@ -451,19 +478,45 @@ class SearchJob:
                 deals, b - a, self.n_players, core.capacity_for(core.DECK_SIZE), NO_LIMIT, NO_LIMIT, True
             )
             for k in candidates(rows, np.maximum(floor, found.thresholds()), self.top):
-                found.add(self._shuffled_find(a + k, rows[k : k + 1]))
+                deck = np.zeros((1, core.DECK_SIZE), np.int64)
+                core.shuffled_decks(np.uint64(self.seed), a + k, deck)
+                classes = np.zeros(core.DECK_SIZE, np.int8)
+                sizes = np.zeros(self.n_players, np.int32)
+                deal_deck(deck[0], classes, sizes)
+                found.add(self._row_find(a + k, rows[k], classes, sizes))
             if progress is not None:
                 progress(b - lo)
         return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
 
-    def _shuffled_find(self, index, row):
+    def _walks_cuda(self, lo, hi, floor, found, progress):
+        start_cards, start_sizes = pack_starts(self.starts, self.n_players)
+        objective = OBJECTIVES.index(self.objective)
+        before = 0  # games of the earlier launches' walks
+        for a in range(lo, hi, gpu.LAUNCH_WALKS):
+            b = min(a + gpu.LAUNCH_WALKS, hi)
+            walks = gpu.Walks(
+                sys.modules[__name__],  # these steps, compiled for the GPU
+                self.n_players,
+                start_cards,
+                start_sizes,
+                objective,
+                self.seed,
+                a,
+                b - a,
+                self.unit_games,
+                self.end_game,
+                self.temperature,
+            )
+            while not walks.done:
+                for index, row, classes, sizes in walks.launch(np.maximum(floor, found.thresholds())):
+                    found.add(self._row_find(index, row, classes, sizes))
+                if progress is not None:
+                    progress(before + walks.played)
+            before += walks.played
+
+    def _row_find(self, index, row, classes, sizes):
         record = core.new_results(1, self.n_players)
-        gpu.rows_to_records(row, record)
-        deck = np.zeros((1, core.DECK_SIZE), np.int64)
-        core.shuffled_decks(np.uint64(self.seed), index, deck)
-        classes = np.zeros(core.DECK_SIZE, np.int8)
-        sizes = np.zeros(self.n_players, np.int32)
-        deal_deck(deck[0], classes, sizes)
+        gpu.rows_to_records(row[None], record)
         return self._find(index, record[0], classes, sizes)
 
     def _games_done(self, lo, n_units, chunk_progress, walkers):
