@@ -713,6 +713,17 @@ def _add_cycles_parser(commands):
     r.add_argument("--no-progress", action="store_true", help="no progress line")
     r.add_argument("--out", metavar="FILE.json", help="write the deals as JSON")
     r.add_argument("--tsv", metavar="FILE.tsv", help="write the deals as a table, one per line (docs/cycles-deals.tsv)")
+    e = modes.add_parser("extend", help="longer games behind a game's positions, by backward play", allow_abbrev=False)
+    e.add_argument("--deal", required=True, metavar="DEAL", help="a deal whose game ends")
+    e.add_argument(
+        "--offsets", type=_whole_number(1), default=50, metavar="K", help="walk back from its first K positions (50)"
+    )
+    e.add_argument(
+        "--max-nodes", type=_whole_number(1), default=100_000, metavar="N", help="positions walked per start (10^5)"
+    )
+    e.add_argument("--beam", type=_whole_number(1), metavar="B", help="keep the B most balanced positions a level")
+    e.add_argument("--no-progress", action="store_true", help="no progress line")
+    e.add_argument("--out", metavar="FILE.json", help="write the longer games as JSON")
 
 
 def _write_json(path, record):
@@ -760,7 +771,8 @@ def _cmd_cycles(args):
     out = None if args.out is None else _output(args, args.out, ".json")
     if getattr(args, "tsv", None) is not None:
         _output(args, args.tsv, ".tsv")
-    record = _cycles_census(args) if args.mode == "census" else _cycles_reconstruct(args)
+    modes = {"census": _cycles_census, "reconstruct": _cycles_reconstruct, "extend": _cycles_extend}
+    record = modes[args.mode](args)
     if getattr(args, "tsv", None) is not None:
         _write_tsv(_output(args, args.tsv, ".tsv"), record)
     if out is not None:
@@ -824,6 +836,39 @@ def _cycles_reconstruct(args):
         "complete": found.complete,
         "seconds": round(seconds, 2),
         "deals": found.deals,
+    }
+
+
+def _cycles_extend(args):
+    from ..search import reconstruct
+
+    def run(progress):
+        try:
+            return reconstruct.extend(
+                args.deal, args.offsets, args.max_nodes, beam=args.beam, progress=lambda done, n: progress(done, n)
+            )
+        except ValueError as error:
+            raise UsageError(f"beggar cycles extend: {error}") from None
+
+    found, seconds = _run_with_progress("starts", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
+    print(f"{found.deal}: {found.cards:,} cards, {found.tricks} tricks")
+    print(
+        f"{found.starts} starts, {found.positions:,} positions walked back, {seconds:.1f} s; "
+        f"{len(found.games)} longer games" + (f", the longest {found.games[0][0]:,} cards:" if found.games else "")
+    )
+    for cards, tricks, deal in found.games[:10]:
+        print(f"  {deal}  {cards:,} cards, {tricks} tricks")
+    return {
+        "deal": found.deal,
+        "cards": found.cards,
+        "tricks": found.tricks,
+        "offsets": args.offsets,
+        "max_nodes": args.max_nodes,
+        "beam": args.beam,
+        "starts": found.starts,
+        "positions": found.positions,
+        "seconds": round(seconds, 2),
+        "games": [{"deal": deal, "cards": cards, "tricks": tricks} for cards, tricks, deal in found.games],
     }
 
 
