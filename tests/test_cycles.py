@@ -252,3 +252,31 @@ def test_extend_refuses_bad_settings():
         reconstruct.extend(LOCAL_4081, offsets=0)
     with pytest.raises(ValueError, match="beam"):
         reconstruct.extend(LOCAL_4081, beam=0)
+
+
+def test_a_census_resumed_from_its_partial_record_is_the_whole(tmp_path):
+    """``partial`` gives the census of the positions done so far; written as the command's
+    checkpoint, ``--resume`` continues it, and the merged census is the one-run census."""
+    deck = "JJQQK" + "-" * 7  # 23,760 deals: two calls on one thread
+    parts = []
+    census.census(2, "every", deck=deck, n=20000, threads=1, partial=lambda part, done: parts.append((part, done)))
+    assert [done for _, done in parts] == [16384, 20000] and parts[-1][0].games == 20000
+    part = parts[-1][0]
+    record = {
+        "kind": "beggar-cycles-census", "version": beggar_env.__version__, "players": 2, "source": "every",
+        "deck": deck, "first": 0, "positions": None, "seed": 3, "seconds": 1.0, "done": 20000, "complete": False,
+        "games": part.games, "ended": part.ended,
+        "longest": {"cards": part.longest_cards, "tricks": part.longest_tricks, "index": part.longest_index},
+        "cycles": [vars(c) for c in part.cycles.values()],
+    }  # fmt: skip
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    run = run_cli("cycles", "census", "--source", "every", "--deck", deck, "--out", "c", "--resume", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    got = json.loads((tmp_path / "c.json").read_text())
+    whole = census.census(2, "every", deck=deck)
+    assert got["complete"] and got["seed"] == 3
+    assert (got["games"], got["ended"], got["longest"]["cards"]) == (whole.games, whole.ended, whole.longest_cards)
+    assert {c["key"]: c["reached"] for c in got["cycles"]} == {k: c.reached for k, c in whole.cycles.items()}
+    for args in (["--deck", deck, "--resume"], ["--deck", deck, "--out", "c", "--resume"], ["--out", "c", "--resume"]):
+        bad = run_cli("cycles", "census", "--source", "every", *args, cwd=tmp_path)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
