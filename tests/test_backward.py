@@ -133,6 +133,55 @@ def test_batch_counts_match_the_one_position_call():
     assert 0 < got.sum()
 
 
+def plain_replay_count(cards, sizes, leader):
+    """Predecessors counted by the plain replay alone: every suffix length and first
+    player through ``backward._replays``, without the tail filter or the one-pass marking."""
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    owner, stack, _ = backward._scratch(len(cards))
+    empty = np.empty((0, len(cards)), np.int8), np.empty((0, len(sizes)), np.int32), np.empty(0, np.int32)
+    found = 0
+    for length in range(1, int(sizes[leader]) + 1):
+        for first in range(len(sizes)):
+            found = backward._replays(cards, starts, sizes, leader, length, first, owner, stack, *empty, found)
+    return found
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_the_fast_paths_count_what_the_plain_replay_counts(players):
+    """The tail filter (a hand that took a payment ends in a court card and its honour in
+    numerals) and the one-pass marking used when every other seat holds cards against the
+    replay of every suffix from every first player, on positions of random games and
+    random positions of any split."""
+    from beggar_env.search import census
+
+    rows = []
+    for deal in beggar_env.random_deals(30, players, seed=11):
+        rows += positions_of_game(deal)[::3]
+    deck = np.repeat(np.arange(5, dtype=np.int8), census.deck_counts(census.STANDARD_DECK))
+    cards, sizes = np.empty((3000, 52), np.int8), np.empty((3000, players), np.int32)
+    census.random_positions(np.uint64(4), deck, 0, cards, sizes)
+    rows += [(c, s, 0) for c, s in zip(cards, sizes)]
+    got = backward.counts(*(np.array(column) for column in zip(*rows)))
+    want = [plain_replay_count(*row) for row in rows]
+    assert list(got) == want
+    assert sum(want) > 100 and want.count(0) > 100
+
+
+def test_the_tail_filter():
+    tail = lambda hand: backward.payment_tail(beggar_env.parse_deal(hand + "/-").classes(), 0, len(hand))  # noqa: E731
+    assert [tail(h) for h in ("K---", "AJ-", "-Q--", "J-", "A----", "--", "-", "--J", "Q-")] == [
+        4,
+        2,
+        3,
+        2,
+        5,
+        0,
+        0,
+        0,
+        0,
+    ]
+
+
 @pytest.mark.parametrize(
     "deal, leader, error, message",
     [

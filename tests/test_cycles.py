@@ -7,6 +7,7 @@ the canonical key taken as ``docs/cycles.md`` defines it. The deals ``docs/cycle
 publishes (``docs/cycles-deals.tsv``) are replayed into their cycles."""
 
 import csv
+import itertools
 import json
 import subprocess
 import sys
@@ -147,6 +148,11 @@ def run_cli(*args, cwd):
     )
 
 
+def error_lines(run):
+    """stderr's lines, less the notice that the engine is being compiled (a cold cache)."""
+    return [line for line in run.stderr.strip().splitlines() if not line.startswith("beggar: preparing the compiled")]
+
+
 def test_the_command_writes_its_census_and_refuses_bad_input_in_one_line(tmp_path):
     run = run_cli(
         "cycles", "census", "--source", "every", "--deck", "JJKK" + "-" * 7, "--out", "c", "--no-progress",
@@ -156,20 +162,43 @@ def test_the_command_writes_its_census_and_refuses_bad_input_in_one_line(tmp_pat
     record = json.loads((tmp_path / "c.json").read_text())
     assert record["kind"] == "beggar-cycles-census" and record["games"] == 1980
     assert sorted(c["key"] for c in record["cycles"]) == sorted(census.census(2, "every", deck="JJKK" + "-" * 7).cycles)
+    run = run_cli(
+        "cycles", "extend", "--deal", LOCAL_4081, "--offsets", "5", "--max-nodes", "3000", "--out", "e", cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    record = json.loads((tmp_path / "e.json").read_text())
+    assert record["kind"] == "beggar-cycles-extend" and record["cards"] == 4081 and record["starts"] == 5
     for args in (
         ["cycles", "census", "--deck", "JQZ", "--source", "every"],
         ["cycles", "reconstruct", "--deal", "-A/--"],
+        ["cycles", "extend", "--deal", "-A/--", "--offsets", "0"],
+        ["cycles", "extend", "--deal", "-A/-Z"],
     ):
         bad = run_cli(*args, cwd=tmp_path)
-        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert bad.returncode == 2 and len(error_lines(bad)) == 1, bad.stderr
+
+
+def published_deals():
+    """Every row of the tables of never-ending deals that docs/cycles.md publishes."""
+    rows = []
+    for path in sorted((REPO / "docs").glob("cycles-deals*.tsv")):
+        rows += list(csv.DictReader(path.open(encoding="utf-8"), delimiter="\t"))
+    return rows
 
 
 def test_every_deal_in_docs_replays_into_its_cycle():
-    path = REPO / "docs" / "cycles-deals.tsv"
-    rows = list(csv.DictReader(path.open(encoding="utf-8"), delimiter="\t"))
-    assert len(rows) >= 30
-    assert CASELLA in {row["deal"] for row in rows}
+    """Each published deal is balanced (the standard deck, dealt as a game is), the engine
+    plays it into the cycle named, and the independent reference finds that it never ends,
+    entering its cycle where the table says."""
+    rows = published_deals()
+    standard = sorted(beggar_env.parse_deal(census.STANDARD_DECK + "/").classes())
+    by_players = {}
     for row in rows:
+        deal = beggar_env.parse_deal(row["deal"])
+        by_players[deal.n_players] = by_players.get(deal.n_players, 0) + 1
+        assert sorted(deal.classes()) == standard, row["deal"]
+        assert deal.hand_sizes == tuple(map(int, row["hand_sizes"].split("/")))
+        assert list(deal.hand_sizes) == list(reconstruct.dealt_sizes(52, deal.n_players)), row["deal"]
         cycle = census.cycle_of(row["deal"])
         assert cycle is not None, row["deal"]
         assert (cycle.key, cycle.cards, cycle.tricks) == (
@@ -177,6 +206,82 @@ def test_every_deal_in_docs_replays_into_its_cycle():
             int(row["cycle_cards"]),
             int(row["cycle_tricks"]),
         )
-        assert beggar_env.parse_deal(row["deal"]).hand_sizes == tuple(map(int, row["hand_sizes"].split("/")))
+        bounds = [0, *itertools.accumulate(deal.hand_sizes)]
+        hands = [list(deal.classes()[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        result = play_reference(hands)
+        assert result["outcome"] == "cycle", row["deal"]
+        assert (result["cycle_start_cards"], result["cycle_start_tricks"], result["cycle_cards"]) == (
+            int(row["cycle_start_cards"]),
+            int(row["cycle_start_tricks"]),
+            int(row["cycle_cards"]),
+        )
+    assert CASELLA in {row["deal"] for row in rows}
+    assert by_players[2] >= 30 and by_players[4] >= 4, by_players
     text = (REPO / "docs" / "cycles.md").read_text(encoding="utf-8")
-    assert "cycles-deals.tsv" in text
+    assert "cycles-deals.tsv" in text and "cycles-deals-4p.tsv" in text
+
+
+LOCAL_4081 = "-JJ----AA--KA---------KQ--/----K-----KJQ-----QJ--QA--"  # docs/search.md's longest find
+
+
+def test_longer_games_behind_a_game_are_longer_and_pass_through_its_positions():
+    """Each game extend reports is balanced, as long as the reference plays it, longer
+    than the original, and reaches one of the original game's positions (turned to seat 0)
+    later in its game than the original did."""
+    found = reconstruct.extend(LOCAL_4081, offsets=60, max_nodes=3000)
+    assert (found.cards, found.tricks) == (4081, 571) and found.starts == 60
+    assert len(found.games) > 10 and found.games[0][0] > 4081
+    assert [g[0] for g in found.games] == sorted((g[0] for g in found.games), reverse=True)
+    original = {
+        (reconstruct.deal_of(*p).classes().tobytes(), reconstruct.deal_of(*p).hand_sizes): k
+        for k, p in enumerate(reconstruct.game_positions(LOCAL_4081))
+    }
+    for cards, tricks, deal in found.games[:: max(1, len(found.games) // 8)]:
+        parsed = beggar_env.parse_deal(deal)
+        assert parsed.hand_sizes == (26, 26)
+        bounds = [0, *itertools.accumulate(parsed.hand_sizes)]
+        hands = [list(parsed.classes()[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        result = play_reference(hands)
+        assert (result["outcome"], result["cards"], result["tricks"]) == ("win", cards, tricks)
+        assert tricks > 571
+        later = [
+            (k, original[key])
+            for k, p in enumerate(reconstruct.game_positions(deal))
+            if (key := (reconstruct.deal_of(*p).classes().tobytes(), reconstruct.deal_of(*p).hand_sizes)) in original
+        ]
+        assert later and all(k > at for k, at in later), deal
+
+
+def test_extend_refuses_bad_settings():
+    with pytest.raises(ValueError, match="offsets"):
+        reconstruct.extend(LOCAL_4081, offsets=0)
+    with pytest.raises(ValueError, match="beam"):
+        reconstruct.extend(LOCAL_4081, beam=0)
+
+
+def test_a_census_resumed_from_its_partial_record_is_the_whole(tmp_path):
+    """``partial`` gives the census of the positions done so far; written as the command's
+    checkpoint, ``--resume`` continues it, and the merged census is the one-run census."""
+    deck = "JJQQK" + "-" * 7  # 23,760 deals: two calls on one thread
+    parts = []
+    census.census(2, "every", deck=deck, n=20000, threads=1, partial=lambda part, done: parts.append((part, done)))
+    assert [done for _, done in parts] == [16384, 20000] and parts[-1][0].games == 20000
+    part = parts[-1][0]
+    record = {
+        "kind": "beggar-cycles-census", "version": beggar_env.__version__, "players": 2, "source": "every",
+        "deck": deck, "first": 0, "positions": None, "seed": 3, "seconds": 1.0, "done": 20000, "complete": False,
+        "games": part.games, "ended": part.ended,
+        "longest": {"cards": part.longest_cards, "tricks": part.longest_tricks, "index": part.longest_index},
+        "cycles": [vars(c) for c in part.cycles.values()],
+    }  # fmt: skip
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    run = run_cli("cycles", "census", "--source", "every", "--deck", deck, "--out", "c", "--resume", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    got = json.loads((tmp_path / "c.json").read_text())
+    whole = census.census(2, "every", deck=deck)
+    assert got["complete"] and got["seed"] == 3
+    assert (got["games"], got["ended"], got["longest"]["cards"]) == (whole.games, whole.ended, whole.longest_cards)
+    assert {c["key"]: c["reached"] for c in got["cycles"]} == {k: c.reached for k, c in whole.cycles.items()}
+    for args in (["--deck", deck, "--resume"], ["--deck", deck, "--out", "c", "--resume"], ["--out", "c", "--resume"]):
+        bad = run_cli("cycles", "census", "--source", "every", *args, cwd=tmp_path)
+        assert bad.returncode == 2 and len(error_lines(bad)) == 1, bad.stderr

@@ -712,7 +712,12 @@ def _add_cycles_parser(commands):
     n.add_argument("--positions", type=_whole_number(1), metavar="N", help="positions (random: required)")
     n.add_argument("--first", type=_whole_number(0), default=0, metavar="I", help="the first position's index")
     _add_run_options(n, "playing")
-    n.add_argument("--out", metavar="FILE.json", help="write the census as JSON")
+    n.add_argument(
+        "--out", metavar="FILE.json", help="write the census as JSON (also every half minute, while it runs)"
+    )
+    n.add_argument(
+        "--resume", action="store_true", help="continue the unfinished census in --out (run with the same settings)"
+    )
     r = modes.add_parser("reconstruct", help="balanced deals that reach a deal's cycle", allow_abbrev=False)
     r.add_argument("--deal", required=True, metavar="DEAL", help="a deal whose game never ends")
     r.add_argument(
@@ -721,6 +726,17 @@ def _add_cycles_parser(commands):
     r.add_argument("--no-progress", action="store_true", help="no progress line")
     r.add_argument("--out", metavar="FILE.json", help="write the deals as JSON")
     r.add_argument("--tsv", metavar="FILE.tsv", help="write the deals as a table, one per line (docs/cycles-deals.tsv)")
+    e = modes.add_parser("extend", help="longer games behind a game's positions, by backward play", allow_abbrev=False)
+    e.add_argument("--deal", required=True, metavar="DEAL", help="a deal whose game ends")
+    e.add_argument(
+        "--offsets", type=_whole_number(1), default=50, metavar="K", help="walk back from its first K positions (50)"
+    )
+    e.add_argument(
+        "--max-nodes", type=_whole_number(1), default=100_000, metavar="N", help="positions walked per start (10^5)"
+    )
+    e.add_argument("--beam", type=_whole_number(1), metavar="B", help="keep the B most balanced positions a level")
+    e.add_argument("--no-progress", action="store_true", help="no progress line")
+    e.add_argument("--out", metavar="FILE.json", help="write the longer games as JSON")
 
 
 def _write_json(path, record):
@@ -768,28 +784,102 @@ def _cmd_cycles(args):
     out = None if args.out is None else _output(args, args.out, ".json")
     if getattr(args, "tsv", None) is not None:
         _output(args, args.tsv, ".tsv")
-    record = _cycles_census(args) if args.mode == "census" else _cycles_reconstruct(args)
+    modes = {"census": _cycles_census, "reconstruct": _cycles_reconstruct, "extend": _cycles_extend}
+    record = modes[args.mode](args)
     if getattr(args, "tsv", None) is not None:
         _write_tsv(_output(args, args.tsv, ".tsv"), record)
-    if out is not None:
+    if out is not None and args.mode == "census":
+        _write_json(out, record)
+    elif out is not None:
         _write_json(out, {"kind": f"beggar-cycles-{args.mode}", "version": __version__, **record})
+
+
+CHECKPOINT_SECONDS = 30  # how often an unfinished census is written to --out
+
+
+def _census_record(args, seed, result, seconds, done):
+    settings = {name: getattr(args, name) for name in ("players", "source", "deck", "first", "positions")}
+    return {
+        "kind": "beggar-cycles-census",
+        "version": __version__,
+        **settings,
+        "seed": seed,
+        "seconds": round(seconds, 2),
+        "done": done,
+        "complete": done is None,
+        "games": result.games,
+        "ended": result.ended,
+        "longest": {"cards": result.longest_cards, "tricks": result.longest_tricks, "index": result.longest_index},
+        "cycles": [vars(c) for c in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key))],
+    }
+
+
+def _resumed_census(args, out):
+    """The census so far in ``out`` (its record), for ``--resume``; one-line refusals."""
+    settings = ("players", "source", "deck", "first", "positions")
+    if out is None:
+        raise UsageError("beggar cycles census: --resume needs --out, the file to continue")
+    try:
+        with open(out, encoding="utf-8") as f:
+            record = json.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"beggar cycles census: --resume: {out} does not exist") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"beggar cycles census: --resume: {out} cannot be read as a census: {error}") from None
+    if record.get("kind") != "beggar-cycles-census" or "done" not in record:
+        raise UsageError(f"beggar cycles census: --resume: {out} is not a census this version can continue")
+    if record["complete"]:
+        raise UsageError(f"beggar cycles census: --resume: {out} is complete: nothing to continue")
+    differ = [name for name in settings if record[name] != getattr(args, name)]
+    if args.seed is not None and args.seed != record["seed"]:
+        differ.append("seed")
+    if differ:
+        raise UsageError(f"beggar cycles census: --resume: {out} was run with other settings: {', '.join(differ)}")
+    return record
 
 
 def _cycles_census(args):
     from ..search import census
 
+    out = None if args.out is None else _output(args, args.out, ".json")
+    before, done_before, seconds_before = census.Census(), 0, 0.0
+    if args.resume:
+        record = _resumed_census(args, out)
+        args.seed = record["seed"]
+        before, done_before, seconds_before = census.Census.from_record(record), record["done"], record["seconds"]
     seed = _seed(args)
+    if args.source == "every" and args.positions is None:
+        n = census.arrangements(args.deck) - args.first if args.resume else None
+    else:
+        n = args.positions
+    left = None if n is None else n - done_before
+    started, last = time.perf_counter(), [time.perf_counter()]
+
+    def partial(part, done):
+        if out is not None and time.perf_counter() - last[0] >= CHECKPOINT_SECONDS:
+            last[0] = time.perf_counter()
+            so_far = census.Census()
+            so_far.add(before)
+            so_far.add(part)
+            seconds = seconds_before + last[0] - started
+            _write_json(out, _census_record(args, seed, so_far, seconds, done_before + done))
+
     run = lambda progress: census.census(
         args.players,
         args.source,
         deck=args.deck,
-        first=args.first,
-        n=args.positions,
+        first=args.first + done_before,
+        n=left,
         seed=seed,
         threads=args.threads,
         progress=progress,
+        partial=partial,
     )
-    result, seconds = _run_with_progress("positions", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
+    found, seconds = _run_with_progress("positions", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
+    result = census.Census()
+    result.add(before)
+    result.add(found)
+    seconds += seconds_before
     periods = ", ".join(f"{cards} cards/{tricks} tricks: {k}" for (cards, tricks), k in result.by_period().items())
     print(f"{result.games:,} positions ({args.source}, {args.players} players, seed {seed}), {seconds:.1f} s")
     print(
@@ -799,16 +889,7 @@ def _cycles_census(args):
     print(f"distinct cycles: {len(result.cycles)}" + (f" ({periods})" if periods else ""))
     for cycle in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key)):
         print(f"  {cycle.key}  period {cycle.cards} cards, {cycle.tricks} tricks; reached by {cycle.reached:,}")
-    settings = {name: getattr(args, name) for name in ("players", "source", "deck", "first", "positions")}
-    return {
-        **settings,
-        "seed": seed,
-        "seconds": round(seconds, 2),
-        "games": result.games,
-        "ended": result.ended,
-        "longest": {"cards": result.longest_cards, "tricks": result.longest_tricks, "index": result.longest_index},
-        "cycles": [vars(c) for c in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key))],
-    }
+    return _census_record(args, seed, result, seconds, None)
 
 
 def _cycles_reconstruct(args):
@@ -832,6 +913,39 @@ def _cycles_reconstruct(args):
         "complete": found.complete,
         "seconds": round(seconds, 2),
         "deals": found.deals,
+    }
+
+
+def _cycles_extend(args):
+    from ..search import reconstruct
+
+    def run(progress):
+        try:
+            return reconstruct.extend(
+                args.deal, args.offsets, args.max_nodes, beam=args.beam, progress=lambda done, n: progress(done, n)
+            )
+        except ValueError as error:
+            raise UsageError(f"beggar cycles extend: {error}") from None
+
+    found, seconds = _run_with_progress("starts", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
+    print(f"{found.deal}: {found.cards:,} cards, {found.tricks} tricks")
+    print(
+        f"{found.starts} starts, {found.positions:,} positions walked back, {seconds:.1f} s; "
+        f"{len(found.games)} longer games" + (f", the longest {found.games[0][0]:,} cards:" if found.games else "")
+    )
+    for cards, tricks, deal in found.games[:10]:
+        print(f"  {deal}  {cards:,} cards, {tricks} tricks")
+    return {
+        "deal": found.deal,
+        "cards": found.cards,
+        "tricks": found.tricks,
+        "offsets": args.offsets,
+        "max_nodes": args.max_nodes,
+        "beam": args.beam,
+        "starts": found.starts,
+        "positions": found.positions,
+        "seconds": round(seconds, 2),
+        "games": [{"deal": deal, "cards": cards, "tricks": tricks} for cards, tricks, deal in found.games],
     }
 
 

@@ -163,17 +163,103 @@ def _replays(cards, starts, sizes, w, length, leader, owner, stack, out_cards, o
 
 
 @jit
-def predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, owner, stack):
+def payment_tail(cards, start, size):
+    """For a hand (``cards[start : start + size]``) that took the last trick's pile while
+    the game goes on: the shortest suffix that pile can be, or 0 when it can be none.
+
+    While cards are held in two hands or more, no trick ended with every other player out
+    (those would hold nothing), so the trick was a payment completed to this hand's court
+    card: the pile ends with that court card and then exactly its honour in numerals (one
+    owed numeral is paid per card, whoever pays it: a seat that runs out passes what is
+    still owed to the next). So the hand must end with a court card of honour ``v``
+    followed by ``v`` numerals, and the pile holds at least those ``v + 1`` cards.
+    """
+    numerals = 0
+    while numerals < size and cards[start + size - 1 - numerals] == Card.NUMERAL:
+        numerals += 1
+    if numerals == 0 or numerals == size or cards[start + size - 1 - numerals] != numerals:
+        return 0
+    return numerals + 1
+
+
+_N_STATES = 4 * 5 * 5  # a replay's state: seat to play, numerals owed, court player (or none)
+
+
+@jit
+def _every_other_holds(sizes, w):
+    for p in range(sizes.shape[0]):
+        if p != w and sizes[p] == 0:
+            return False
+    return True
+
+
+@jit
+def _deterministic(cards, starts, sizes, w, shortest, owner, stack, dp, out_cards, out_sizes, out_leaders):
+    """:func:`predecessors_into` when every seat other than the leader ``w`` holds cards.
+
+    Then no seat is out during the trick, so a replay is settled by where it starts
+    (suffix length, leader) and its state at each card: the seat to play, the numerals
+    owed and the court player. One pass from the hand's last card back to its top marks,
+    for each card and state, whether the replay from there is accepted (the trick ends on
+    the last card, a payment completed to ``w``); each (suffix, leader) marked is then
+    replayed and written by :func:`_replays`. Work in the hand's length, not its square.
+    """
+    n_players = sizes.shape[0]
+    size = sizes[w]
+    top = starts[w]
+    n_courts = n_players + 1  # court player + 1; 0: none yet
+    for state in range(_N_STATES):
+        dp[0, state] = False  # after the last card: the trick had to end on it
+    nxt = 0
+    found = 0
+    for j in range(size - 1, -1, -1):
+        here = 1 - nxt
+        card = cards[top + j]
+        for t in range(n_players):
+            t_next = (t + 1) % n_players
+            for owed in range(5):
+                for court in range(n_courts if owed > 0 else 1):
+                    if card != Card.NUMERAL:
+                        ok = dp[nxt, (t_next * 5 + card) * n_courts + t + 1]
+                    elif owed == 1:
+                        ok = j == size - 1 and court - 1 == w
+                    elif owed > 1:
+                        ok = dp[nxt, (t * 5 + owed - 1) * n_courts + court]
+                    else:
+                        ok = dp[nxt, t_next * 5 * n_courts]
+                    dp[here, (t * 5 + owed) * n_courts + court] = ok
+        length = size - j
+        if length >= shortest:
+            for first in range(n_players):
+                if dp[here, first * 5 * n_courts]:
+                    found = _replays(
+                        cards, starts, sizes, w, length, first, owner, stack, out_cards, out_sizes, out_leaders, found
+                    )
+        nxt = here
+    return found
+
+
+@jit
+def predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, owner, stack, dp):
     """The predecessors of one position (``cards``: classes hand after hand, ``sizes``,
     ``leader``), written as rows of ``out_*``; return how many there are (rows beyond the
-    output's length are counted, not written). ``owner`` and ``stack`` are scratch space
-    for ``len(cards)`` cards."""
+    output's length are counted, not written). ``owner``, ``stack`` and ``dp`` are scratch
+    space for ``len(cards)`` cards (:func:`_scratch`)."""
     n_players = sizes.shape[0]
     starts = np.zeros(n_players, np.int64)
     for p in range(1, n_players):
         starts[p] = starts[p - 1] + sizes[p - 1]
+    shortest = 1
+    if sizes[leader] < cards.shape[0]:  # a game goes on: the last trick was a payment to the leader
+        shortest = payment_tail(cards, starts[leader], sizes[leader])
+        if shortest == 0:
+            return 0
     found = 0
-    for length in range(1, sizes[leader] + 1):
+    if _every_other_holds(sizes, leader):
+        return _deterministic(
+            cards, starts, sizes, leader, shortest, owner, stack, dp, out_cards, out_sizes, out_leaders
+        )
+    for length in range(shortest, sizes[leader] + 1):
         for first in range(n_players):
             found = _replays(
                 cards, starts, sizes, leader, length, first, owner, stack, out_cards, out_sizes, out_leaders, found
@@ -183,7 +269,11 @@ def predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, o
 
 @jit
 def _scratch(n_cards):
-    return np.empty(max(n_cards, 1), np.int64), np.empty((max(n_cards, 1) + 4, 6), np.int64)
+    return (
+        np.empty(max(n_cards, 1), np.int64),
+        np.empty((max(n_cards, 1) + 4, 6), np.int64),
+        np.empty((2, _N_STATES), np.bool_),
+    )
 
 
 @jit(parallel=True)
@@ -194,13 +284,13 @@ def count_predecessors(cards, sizes, leaders, counts):
     n_chunks = min(n, 64)
     for c in prange(n_chunks):
         lo, hi = core.chunk_bounds(c, n_chunks, n)
-        owner, stack = _scratch(cards.shape[1])
+        owner, stack, dp = _scratch(cards.shape[1])
         out_cards = np.empty((0, cards.shape[1]), np.int8)
         out_sizes = np.empty((0, sizes.shape[1]), np.int32)
         out_leaders = np.empty(0, np.int32)
         for i in range(lo, hi):
             counts[i] = predecessors_into(
-                cards[i], sizes[i], leaders[i], out_cards, out_sizes, out_leaders, owner, stack
+                cards[i], sizes[i], leaders[i], out_cards, out_sizes, out_leaders, owner, stack, dp
             )
 
 
@@ -209,7 +299,7 @@ def expand(cards, sizes, leaders, out_cards, out_sizes, out_leaders, parents):
     """The predecessors of every position of a batch, in order, written from row 0 of
     ``out_*`` with ``parents`` (the row of the batch each came from); return how many
     there are in all (beyond the output's length, counted, not written)."""
-    owner, stack = _scratch(cards.shape[1])
+    owner, stack, dp = _scratch(cards.shape[1])
     total = 0
     for i in range(cards.shape[0]):
         room = out_cards.shape[0] - total
@@ -223,12 +313,13 @@ def expand(cards, sizes, leaders, out_cards, out_sizes, out_leaders, parents):
                 out_leaders[total:],
                 owner,
                 stack,
+                dp,
             )
             for k in range(total, min(total + n, out_cards.shape[0])):
                 parents[k] = i
         else:
             n = predecessors_into(
-                cards[i], sizes[i], leaders[i], out_cards[:0], out_sizes[:0], out_leaders[:0], owner, stack
+                cards[i], sizes[i], leaders[i], out_cards[:0], out_sizes[:0], out_leaders[:0], owner, stack, dp
             )
         total += n
     return total
@@ -261,12 +352,12 @@ def predecessor_arrays(cards, sizes, leader):
     """:func:`predecessors` on engine arrays (unchecked: as :func:`position_arrays` gives
     them): ``(cards[k, n_cards], sizes[k, players], leaders[k])``."""
     rows = PREDECESSORS_GUESS
-    owner, stack = _scratch(len(cards))
+    owner, stack, dp = _scratch(len(cards))
     while True:
         out_cards = np.zeros((rows, len(cards)), np.int8)
         out_sizes = np.zeros((rows, len(sizes)), np.int32)
         out_leaders = np.zeros(rows, np.int32)
-        n = predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, owner, stack)
+        n = predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, owner, stack, dp)
         if n <= rows:
             return out_cards[:n], out_sizes[:n], out_leaders[:n]
         rows = n

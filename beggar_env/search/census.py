@@ -236,6 +236,15 @@ class Census:
             mine = self.cycles.setdefault(key, Cycle(key, cycle.cards, cycle.tricks))
             mine.reached += cycle.reached
 
+    @classmethod
+    def from_record(cls, record: dict) -> "Census":
+        """A census from its record (``beggar cycles census --out``'s JSON)."""
+        longest = record["longest"]
+        result = cls(record["games"], record["ended"], longest["cards"], longest["tricks"], longest["index"])
+        for cycle in record["cycles"]:
+            result.cycles[cycle["key"]] = Cycle(cycle["key"], cycle["cards"], cycle["tricks"], cycle["reached"])
+        return result
+
     def by_period(self) -> dict:
         """Distinct cycles by period: {(cards, tricks): number of cycles}."""
         table = {}
@@ -269,11 +278,22 @@ def arrangements(deck) -> int:
 
 
 def census(
-    n_players, source="random", *, deck=STANDARD_DECK, first=0, n=None, seed=0, threads=None, progress=None
+    n_players,
+    source="random",
+    *,
+    deck=STANDARD_DECK,
+    first=0,
+    n=None,
+    seed=0,
+    threads=None,
+    progress=None,
+    partial=None,
 ) -> Census:
     """The census of positions ``first .. first + n - 1`` of ``source`` (``"random"``,
     with ``seed``, or ``"every"``: ``n`` defaults to every deal of ``deck``) for
-    ``n_players`` players, on ``threads`` threads; ``progress(done, n)`` after each call."""
+    ``n_players`` players, on ``threads`` threads; ``progress(done, n)`` after each call,
+    and ``partial(census so far, done)`` (positions ``first .. first + done - 1``), from
+    which a run can be resumed: the census of the rest, added to it, is the whole."""
     n_players = checks.n_players(n_players)
     source = checks.choice("source", source, SOURCES)
     counts = deck_counts(deck)
@@ -286,6 +306,7 @@ def census(
         raise ValueError("n: a random census needs a number of positions")
     first, n, seed = checks.count("first", first), checks.count("n", n), checks.seed(seed)
     checks.callback("progress", progress)
+    checks.callback("partial", partial)
     deck_classes = np.repeat(np.arange(core.N_CLASSES, dtype=np.int8), counts)
     n_cards = len(deck_classes)
     result = Census()
@@ -297,6 +318,8 @@ def census(
             result.add(_census_call(SOURCES.index(source), seed, deck_classes, counts, lo, m, work, results))
             if progress is not None:
                 progress(lo + m - first, n)
+            if partial is not None:
+                partial(result, lo + m - first)
     return result
 
 

@@ -96,6 +96,16 @@ def _balanced(level, n_cards):
     return np.flatnonzero((turned == want).all(axis=1))
 
 
+def _imbalance(level, n_cards):
+    """How far each position of a level is from a deal: the sum over seats, from the
+    leader's on, of the difference from the dealt hand sizes."""
+    cards, sizes, leaders = level
+    n_players = sizes.shape[1]
+    want = dealt_sizes(n_cards, n_players)
+    turned = np.stack([sizes[np.arange(len(sizes)), (leaders + k) % n_players] for k in range(n_players)], axis=1)
+    return np.abs(turned - want).sum(axis=1)
+
+
 def reconstruct(deal, max_nodes=MAX_NODES, progress=None) -> Reconstruction:
     """Walk the in-tree of the cycle that ``deal``'s game reaches, breadth first, within
     ``max_nodes`` positions; return the balanced deals found (each replayed by the engine:
@@ -127,3 +137,84 @@ def reconstruct(deal, max_nodes=MAX_NODES, progress=None) -> Reconstruction:
                 f"backward play found {text}, but the engine does not play it into the cycle {cycle.key}"
             )
     return Reconstruction(cycle, deals, visited, depth, complete=len(level[0]) == 0)
+
+
+@dataclass
+class Extension:
+    """Longer games found behind a game by backward play: per start (a trick-start
+    position of the game, ``offset`` tricks in), the balanced ancestors more than
+    ``offset`` tricks back, each a deal whose game passes through that position later
+    than the original did; ``games`` is [(cards, tricks, deal)], longest first, each
+    played by the engine; ``positions`` walked in all."""
+
+    deal: str
+    cards: int
+    tricks: int
+    games: list
+    positions: int
+    starts: int
+
+
+def game_positions(deal):
+    """A game's trick-start positions (engine arrays), from its deal to its end or first repeat."""
+    deal = parse_deal(deal)
+    cards, sizes, leader = deal.classes(), np.array(deal.hand_sizes, np.int32), 0
+    state = backward.new_scratch_state(deal.n_players, deal.n_cards)
+    played, seen = [], set()
+    while (cards.tobytes(), tuple(sizes), leader) not in seen and sizes.max() < len(cards):
+        seen.add((cards.tobytes(), tuple(sizes), leader))
+        played.append((cards, sizes, leader))
+        after_cards, after_sizes = np.empty_like(cards), np.empty_like(sizes)
+        leader = backward.trick_after(state, cards, sizes, leader, after_cards, after_sizes)
+        cards, sizes = after_cards, after_sizes
+    return played
+
+
+def extend(deal, offsets=50, max_nodes=100_000, beam=None, progress=None) -> Extension:
+    """Longer games behind ``deal``'s: from each of its first ``offsets`` trick-start
+    positions (``offset`` tricks in), walk the positions behind it breadth first within
+    ``max_nodes`` positions and keep the balanced ones more than ``offset`` tricks back;
+    each is played forward by the engine (its length is what is reported). With ``beam``,
+    each level keeps only the ``beam`` positions nearest to balanced (the least sum of
+    differences from the dealt sizes, ties in order), so the walk goes deeper.
+    ``progress(starts done, offsets)`` after each start."""
+    from ..game import play
+
+    offsets = checks.count("offsets", offsets, 1)
+    max_nodes = checks.count("max_nodes", max_nodes, 1)
+    beam = None if beam is None else checks.count("beam", beam, 1)
+    checks.callback("progress", progress)
+    deal = parse_deal(deal)
+    original = play(deal)
+    positions = game_positions(deal)[:offsets]
+    n_cards = deal.n_cards
+    found, visited = set(), 0
+    for offset, (cards, sizes, leader) in enumerate(positions):
+        level = (cards[None, :], sizes[None, :], np.array([leader], np.int32))
+        walked, depth = 0, 0
+        while len(level[0]) and walked < max_nodes:
+            level = _expand(level)
+            if beam is not None and len(level[0]) > beam:
+                level = tuple(
+                    column[np.sort(np.argsort(_imbalance(level, n_cards), kind="stable")[:beam])] for column in level
+                )
+            level = tuple(column[: max_nodes - walked] for column in level)
+            walked += len(level[0])
+            depth += 1
+            if depth > offset:
+                for i in _balanced(level, n_cards):
+                    found.add(format_deal(deal_of(level[0][i], level[1][i], int(level[2][i])), "compact"))
+        visited += walked
+        if progress is not None:
+            progress(offset + 1, len(positions))
+    games = []
+    for text in found:
+        result = play(text)
+        if result.outcome == "win" and result.tricks > original.tricks:
+            games.append((result.cards, result.tricks, text))
+        elif result.outcome == "win":
+            raise RuntimeError(
+                f"backward play found {text} behind {format_deal(deal, 'compact')}, but its game is no longer"
+            )
+    games.sort(key=lambda g: (-g[0], g[2]))
+    return Extension(format_deal(deal, "compact"), original.cards, original.tricks, games, visited, len(positions))
