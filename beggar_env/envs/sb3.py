@@ -247,8 +247,8 @@ class MappedObservations(VecEnvWrapper):
         space = venv.observation_space
         if not isinstance(space, spaces.Dict):
             raise TypeError(f"MappedObservations wraps an env of Dict observations (flatten=False), not {space}")
-        probe = self._map({k: np.asarray(v)[None] for k, v in space.sample().items()}, 1)
-        super().__init__(venv, observation_space=spaces.Box(-np.inf, np.inf, probe.shape[1:], np.float32))
+        probe = self._map_one(space.sample())
+        super().__init__(venv, observation_space=spaces.Box(-np.inf, np.inf, probe.shape, np.float32))
 
     def _map(self, obs, n):
         out = np.asarray(self.fn(obs), np.float32)
@@ -256,14 +256,17 @@ class MappedObservations(VecEnvWrapper):
             raise ValueError(f"fn must map {n} observations to a matrix of {n} rows, not shape {out.shape}")
         return out
 
+    def _map_one(self, obs):
+        """One env's observation (no batch axis), mapped as a batch of one."""
+        return self._map({k: np.asarray(v)[None] for k, v in obs.items()}, 1)[0]
+
     def reset(self):
         return self._map(self.venv.reset(), self.num_envs)
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
         for i in np.flatnonzero(dones).tolist():
-            last = infos[i]["terminal_observation"]
-            infos[i]["terminal_observation"] = self._map({k: np.asarray(v)[None] for k, v in last.items()}, 1)[0]
+            infos[i]["terminal_observation"] = self._map_one(infos[i]["terminal_observation"])
         return self._map(obs, self.num_envs), rewards, dones, infos
 
 
