@@ -2,6 +2,7 @@
 job, for `simulate` and for `search`, from the API and from the command line. One local Ray
 (2 CPUs) serves the whole session; the tests are skipped when Ray is not installed."""
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 import beggar_env
 from beggar_env.distributed import TASKS_PER_WORKER, Workers
-from beggar_env.search import search
+from beggar_env.search import census, search
 
 
 class Squares:
@@ -111,6 +112,22 @@ def test_a_ray_run_resumes_locally_and_back(ray_cluster, tmp_path):
     assert resumed.deals_done == 90_000
 
 
+# ------------------------------------------------------------------- census
+
+
+@pytest.mark.parametrize(
+    "players, source, first", [(2, "every", 20_000_000), (3, "random", 0)], ids=["every-2p", "random-3p"]
+)
+def test_a_census_on_ray_is_the_local_census(ray_cluster, monkeypatch, players, source, first):
+    monkeypatch.setattr(census, "RAY_TASK_POSITIONS", 5_000)  # eight tasks, merged in order
+    options = dict(deck="JJQQKKAA--------", first=first, n=40_000, seed=5)
+    local = census.census(players, source, **options)
+    done = []
+    on_ray = census.census(players, source, backend="ray", partial=lambda part, n: done.append(n), **options)
+    assert on_ray == local and len(local.cycles) > 5 and local.games == 40_000
+    assert done == list(range(5_000, 40_001, 5_000))
+
+
 # -------------------------------------------------------------- the command
 
 
@@ -134,6 +151,20 @@ def test_the_commands_join_a_cluster_by_its_address(ray_cluster, tmp_path):
     local = beggar_env.simulate(20_000, seed=3)
     for name in local.dtype.names:
         assert np.array_equal(saved[name], local[name]), name
+
+
+def test_beggar_cycles_census_on_ray_writes_the_local_census(ray_cluster, tmp_path):
+    deck = "JJQQKKAA--------"
+    run = beggar(
+        "cycles", "census", "--ray", ray_cluster, "--source", "every", "--deck", deck, "--first", "20000000",
+        "--positions", "40000", "--out", "c.json", "--no-progress", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    local = census.census(2, "every", deck=deck, first=20_000_000, n=40_000)
+    assert census.Census.from_record(json.loads((tmp_path / "c.json").read_text())) == local
+    assert f"distinct cycles: {len(local.cycles)}" in run.stdout and "on Ray" in run.stdout
+    refused = beggar("cycles", "census", "--ray", "--threads", "2", "--positions", "10", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--threads is for a local run" in refused.stderr
 
 
 def test_beggar_dataset_writes_its_shards_on_ray(ray_cluster, tmp_path):

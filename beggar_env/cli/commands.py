@@ -718,6 +718,7 @@ def _add_cycles_parser(commands):
     n.add_argument(
         "--resume", action="store_true", help="continue the unfinished census in --out (run with the same settings)"
     )
+    _add_ray(n)
     r = modes.add_parser("reconstruct", help="balanced deals that reach a deal's cycle", allow_abbrev=False)
     r.add_argument("--deal", required=True, metavar="DEAL", help="a deal whose game never ends")
     r.add_argument(
@@ -848,6 +849,10 @@ def _cycles_census(args):
         args.seed = record["seed"]
         before, done_before, seconds_before = census.Census.from_record(record), record["done"], record["seconds"]
     seed = _seed(args)
+    backend = dict(backend="local")
+    if args.ray is not None:
+        _require_ray("cycles census", args)
+        backend = dict(backend="ray", address=args.ray)
     if args.source == "every" and args.positions is None:
         n = census.arrangements(args.deck) - args.first if args.resume else None
     else:
@@ -874,6 +879,7 @@ def _cycles_census(args):
         threads=args.threads,
         progress=progress,
         partial=partial,
+        **backend,
     )
     found, seconds = _run_with_progress("positions", args.no_progress, lambda p: _compiling_notice(lambda: run(p)))
     result = census.Census()
@@ -889,6 +895,7 @@ def _cycles_census(args):
     print(f"distinct cycles: {len(result.cycles)}" + (f" ({periods})" if periods else ""))
     for cycle in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key)):
         print(f"  {cycle.key}  period {cycle.cards} cards, {cycle.tricks} tricks; reached by {cycle.reached:,}")
+    _ray_note(args)
     return _census_record(args, seed, result, seconds, None)
 
 

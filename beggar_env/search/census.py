@@ -31,12 +31,15 @@ from numba import prange
 
 from .. import checks, core
 from ..core import Outcome
+from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
 
 SOURCES = ("random", "every")
+BACKENDS = ("local", "ray")
 SEPARATOR = 5  # between hands in a key (after the five classes)
 KEY_SYMBOLS = core.CLASS_SYMBOLS + "/"
 CHUNK = 1 << 14  # positions per parallel task and compiled call
+RAY_TASK_POSITIONS = 1 << 17  # positions per task of a census on Ray (a second or so of one core)
 
 
 # ------------------------------------------------------------------------- positions
@@ -195,6 +198,30 @@ def census_range(source, seed, deck, counts, first, n, work, results, keys, peri
                     stats[c, 4] = first + i
 
 
+@jit(parallel=True)
+def play_positions(cards, sizes, work, results, keys, periods):
+    """Play given positions (row ``i``: hands ``cards[i]``, hand after hand, of sizes
+    ``sizes[i]``; seat 0 leads), one chunk per row of ``work`` and ``results``; for each
+    that cycles, ``keys[i]`` its cycle's key and ``periods[i]`` (cards, tricks), else (0, 0)."""
+    states, progress = work
+    n_chunks = states.shape[0]
+    for c in prange(n_chunks):
+        lo, hi = core.chunk_bounds(c, n_chunks, cards.shape[0])
+        s, start, probe = states[c, 0], states[c, 1], states[c, 2]
+        f, r = progress[c], results[c]
+        scratch = np.empty(keys.shape[1], np.int8)
+        for i in range(lo, hi):
+            core.init_state(s, cards[i], sizes[i], core.NO_LIMIT, core.NO_LIMIT)
+            core.finish_now(s, True, r, start, probe, f)
+            periods[i, 0] = 0
+            periods[i, 1] = 0
+            if r.outcome == Outcome.CYCLE:
+                periods[i, 0] = r.cycle_cards
+                periods[i, 1] = r.cycle_tricks
+                s.status = Outcome.RUNNING
+                cycle_key(s, r.cycle_tricks, keys[i], scratch)
+
+
 # ------------------------------------------------------------------------ Python side
 
 
@@ -288,12 +315,17 @@ def census(
     threads=None,
     progress=None,
     partial=None,
+    backend="local",
+    address=None,
 ) -> Census:
     """The census of positions ``first .. first + n - 1`` of ``source`` (``"random"``,
     with ``seed``, or ``"every"``: ``n`` defaults to every deal of ``deck``) for
     ``n_players`` players, on ``threads`` threads; ``progress(done, n)`` after each call,
     and ``partial(census so far, done)`` (positions ``first .. first + done - 1``), from
-    which a run can be resumed: the census of the rest, added to it, is the whole."""
+    which a run can be resumed: the census of the rest, added to it, is the whole.
+    ``backend="ray"`` plays ranges of positions on Ray workers, one per CPU, of a local
+    Ray or of the cluster at ``address`` (:mod:`beggar_env.distributed`), merged in order:
+    the same census."""
     n_players = checks.n_players(n_players)
     source = checks.choice("source", source, SOURCES)
     counts = deck_counts(deck)
@@ -307,6 +339,9 @@ def census(
     first, n, seed = checks.count("first", first), checks.count("n", n), checks.seed(seed)
     checks.callback("progress", progress)
     checks.callback("partial", partial)
+    if check_backend(backend, threads, address, BACKENDS) == "ray":
+        require_ray()
+        return _census_on_ray(_RangeJob(n_players, source, deck, seed), first, n, address, progress, partial)
     deck_classes = np.repeat(np.arange(core.N_CLASSES, dtype=np.int8), counts)
     n_cards = len(deck_classes)
     result = Census()
@@ -320,6 +355,41 @@ def census(
                 progress(lo + m - first, n)
             if partial is not None:
                 partial(result, lo + m - first)
+    return result
+
+
+@dataclass
+class _RangeJob:
+    """A census as a job for :class:`beggar_env.distributed.Workers`: each task is a range
+    of positions, played on one thread."""
+
+    n_players: int
+    source: str
+    deck: str
+    seed: int
+
+    def warm(self):
+        self.run(0, 1)
+
+    def run(self, first, n):
+        return census(self.n_players, self.source, deck=self.deck, first=first, n=n, seed=self.seed, threads=1)
+
+
+def _census_on_ray(job, first, n, address, progress, partial):
+    from ..distributed import Workers
+
+    tasks = [(lo, min(RAY_TASK_POSITIONS, first + n - lo)) for lo in range(first, first + n, RAY_TASK_POSITIONS)]
+    result, done = Census(), 0
+    if not tasks:
+        return result
+    with Workers(job, address=address) as workers:
+        for (_, m), part in workers.ordered(tasks):
+            result.add(part)
+            done += m
+            if progress is not None:
+                progress(done, n)
+            if partial is not None:
+                partial(result, done)
     return result
 
 
