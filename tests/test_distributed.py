@@ -164,7 +164,8 @@ def test_beggar_cycles_census_on_ray_writes_the_local_census(ray_cluster, tmp_pa
     assert census.Census.from_record(json.loads((tmp_path / "c.json").read_text())) == local
     assert f"distinct cycles: {len(local.cycles)}" in run.stdout and "on Ray" in run.stdout
     refused = beggar("cycles", "census", "--ray", "--threads", "2", "--positions", "10", cwd=tmp_path)
-    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--threads is for a local run" in refused.stderr
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "--threads is for a local run" in refused.stderr
 
 
 def test_beggar_dataset_writes_its_shards_on_ray(ray_cluster, tmp_path):
