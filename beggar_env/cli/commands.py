@@ -695,6 +695,7 @@ def _add_search_parser(commands):
 
 def _add_cycles_parser(commands):
     from ..search.census import SOURCES, STANDARD_DECK
+    from ..search.insertion import CHANGES
 
     c = commands.add_parser(
         "cycles",
@@ -727,6 +728,21 @@ def _add_cycles_parser(commands):
     r.add_argument("--no-progress", action="store_true", help="no progress line")
     r.add_argument("--out", metavar="FILE.json", help="write the deals as JSON")
     r.add_argument("--tsv", metavar="FILE.tsv", help="write the deals as a table, one per line (docs/cycles-deals.tsv)")
+    g = modes.add_parser("grow", help="new cycles by changing known ones a card at a time", allow_abbrev=False)
+    g.add_argument("--deal", nargs="+", metavar="DEAL", help="deals or cycles' keys to start from")
+    g.add_argument("--census", metavar="FILE.json", help="start from every cycle of a census (its --out)")
+    g.add_argument(
+        "--change",
+        choices=CHANGES,
+        default="insert",
+        help="insert: a card put in, up to --deck; move: a card moved; delete: a card taken out (default insert)",
+    )
+    g.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help="the deck to grow to (default: 52)")
+    g.add_argument("--beam", type=_whole_number(1), default=400, metavar="B", help="cycles kept a level (400)")
+    g.add_argument("--slack", type=float, metavar="X", help="insert only classes at most X cards above their share")
+    g.add_argument("--levels", type=_whole_number(1), metavar="K", help="at most K levels")
+    _add_run_options(g, "changing")
+    g.add_argument("--out", metavar="FILE.json", help="write the levels and every cycle kept as JSON")
     e = modes.add_parser("extend", help="longer games behind a game's positions, by backward play", allow_abbrev=False)
     e.add_argument("--deal", required=True, metavar="DEAL", help="a deal whose game ends")
     e.add_argument(
@@ -785,7 +801,7 @@ def _cmd_cycles(args):
     out = None if args.out is None else _output(args, args.out, ".json")
     if getattr(args, "tsv", None) is not None:
         _output(args, args.tsv, ".tsv")
-    modes = {"census": _cycles_census, "reconstruct": _cycles_reconstruct, "extend": _cycles_extend}
+    modes = dict(census=_cycles_census, reconstruct=_cycles_reconstruct, extend=_cycles_extend, grow=_cycles_grow)
     record = modes[args.mode](args)
     if getattr(args, "tsv", None) is not None:
         _write_tsv(_output(args, args.tsv, ".tsv"), record)
@@ -920,6 +936,86 @@ def _cycles_reconstruct(args):
         "complete": found.complete,
         "seconds": round(seconds, 2),
         "deals": found.deals,
+    }
+
+
+def _grow_starts(args):
+    """The deals or keys ``beggar cycles grow`` starts from: --deal, or a census's cycles."""
+    if (args.deal is None) == (args.census is None):
+        raise UsageError("beggar cycles grow: give --deal DEAL ... or --census FILE.json (one of them)")
+    if args.deal is not None:
+        return args.deal
+    try:
+        with open(args.census, encoding="utf-8") as f:
+            record = json.load(f)
+        starts = [cycle["key"] for cycle in record["cycles"]]
+    except FileNotFoundError:
+        raise UsageError(f"beggar cycles grow: --census: {args.census} does not exist") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"beggar cycles grow: --census: {args.census} cannot be read as a census: {error}") from None
+    if not starts:
+        raise UsageError(f"beggar cycles grow: --census: {args.census} has no cycles to start from")
+    return starts
+
+
+def _cycles_grow(args):
+    from ..search import insertion
+
+    starts, seed = _grow_starts(args), _seed(args)
+
+    def run():
+        try:
+            return insertion.explore(
+                starts,
+                args.players,
+                change=args.change,
+                deck=args.deck,
+                beam=args.beam,
+                slack=args.slack,
+                levels=args.levels,
+                seed=seed,
+                threads=args.threads,
+                progress=None if args.no_progress else lambda level: print(_level_line(level), flush=True),
+            )
+        except ValueError as error:
+            raise UsageError(f"beggar cycles grow: {error}") from None
+
+    started = time.perf_counter()
+    levels = _compiling_notice(run)
+    seconds = time.perf_counter() - started
+    print(f"{len(starts)} starts, {args.change}, beam {args.beam}, seed {seed}: {len(levels)} levels, {seconds:.1f} s")
+    for level in levels[-1:]:
+        size = len(next(iter(level.found), "").replace("/", ""))
+        print(f"last level: {len(level.found):,} cycles reached" + (f", of {size} cards" if level.found else ""))
+        for key in level.kept[:10]:
+            cycle = level.found[key]
+            print(f"  {key}  period {cycle.cards} cards, {cycle.tricks} tricks")
+    return {
+        "starts": starts,
+        "change": args.change,
+        "deck": args.deck,
+        "players": args.players,
+        "beam": args.beam,
+        "slack": args.slack,
+        "levels_limit": args.levels,
+        "seed": seed,
+        "seconds": round(seconds, 2),
+        "levels": [_level_record(level) for level in levels],
+    }
+
+
+def _level_line(level):
+    found = len(level.found)
+    return f"  {level.tried:,} cycles of {level.cards} cards, {level.positions:,} positions: {found:,} cycles reached"
+
+
+def _level_record(level):
+    return {
+        "cards": level.cards,
+        "tried": level.tried,
+        "positions": level.positions,
+        "found": len(level.found),
+        "kept": [vars(level.found[key]) for key in level.kept],
     }
 
 

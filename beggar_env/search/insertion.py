@@ -1,0 +1,285 @@
+"""New cycles by insertion: grow the cycles of a small deck, a card at a time, into cycles
+of a larger one (up to the full deck), where backward play can then find their deals.
+
+Andorno et al. (arXiv 2602.23406, 2026) name an "adaptive insertion" that builds balanced
+cycles; no code of theirs is public, and this is the project's own reading of the words.
+A cycle of a deck ``D`` is grown into cycles of ``D`` plus one card: in each position of the
+cycle, a card of each class the target deck still has room for is put at each place of each
+hand, and the position is played forward by the engine to its end or its first repeat.
+Most such positions end; the ones that do not reach a cycle of the larger deck (the old
+cycle with a card carried along, or a new shape), named by its canonical key
+(:mod:`~beggar_env.search.census`). Level by level, up to the target deck, a *beam* of
+cycles is kept: those whose deck is nearest the target's proportions (so that court cards
+and numerals grow together rather than the courts first), ties broken by a seeded draw.
+
+Positions are handled as key bytes (the hands from the leader's seat on, the separator
+between), so an insertion is one byte put in, at any index: before a separator it goes at
+the end of a hand, after one at the top of the next.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import prange
+
+from .. import checks, core
+from ..core import Outcome
+from ..jit import jit, parallel
+from . import census
+
+CHANGES = ("insert", "move", "delete")  # how a level changes its cycles' positions: a card put in, moved, taken out
+INSERT, MOVE, DELETE = range(3)
+CAPACITY = 1 << 12  # cycles written per grown cycle and call (more: the call is repeated with room for all)
+
+
+@jit
+def unpack_key(key, cards, sizes):
+    """Key bytes (hands from the leader's seat on, the separator between) as hands and sizes."""
+    sizes[:] = 0
+    n, p = 0, 0
+    for b in key:
+        if b == census.SEPARATOR:
+            p += 1
+        else:
+            cards[n] = b
+            n += 1
+            sizes[p] += 1
+
+
+@jit
+def _play_key(key, cards, sizes, s, start, probe, f, r):
+    unpack_key(key, cards, sizes)
+    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+    core.finish_now(s, True, r, start, probe, f)
+    return r.outcome == Outcome.CYCLE
+
+
+@jit
+def _try(grown, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch):
+    """Play one grown position; when it cycles, count it and write its cycle if there is room."""
+    if not _play_key(grown, cards, sizes, s, start, probe, f, r):
+        return
+    k = counts[i]
+    if k < out_keys.shape[1]:
+        out_periods[i, k, 0] = r.cycle_cards
+        out_periods[i, k, 1] = r.cycle_tricks
+        s.status = Outcome.RUNNING
+        census.cycle_key(s, r.cycle_tricks, out_keys[i, k], scratch)
+    counts[i] = k + 1
+
+
+@jit
+def _insert(base, n, at, c, grown):
+    """``base[:n]`` with class ``c`` put in at index ``at``, written to ``grown``."""
+    grown[:at] = base[:at]
+    grown[at] = c
+    grown[at + 1 : n + 1] = base[at:n]
+
+
+@jit(parallel=True)
+def grow_level(keys, periods, allowed, mode, walkers, work, results, out_keys, out_periods, counts):
+    """For each cycle ``keys[i]`` (period ``periods[i]`` tricks), every position of it
+    changed by one card and played forward: with ``mode`` INSERT, a card of each class
+    ``c`` with ``allowed[i, c]`` put in at each place; MOVE, each card taken out and put
+    back at each other place; DELETE, each card taken out. The first ``out_keys.shape[1]`` of those that cycle go to
+    ``out_keys[i]`` (their cycle's key) and ``out_periods[i]`` (cards, tricks);
+    ``counts[i]`` is how many cycled in all."""
+    states, progress = work
+    length = keys.shape[1]
+    n_players = 1
+    for b in keys[0]:
+        n_players += b == census.SEPARATOR
+    grown_length = length + 1 - mode  # INSERT 0, MOVE 1, DELETE 2
+    for i in prange(keys.shape[0]):
+        s, start, probe = states[i, 0], states[i, 1], states[i, 2]
+        f, r, walker = progress[i], results[i], walkers[i]
+        n_cards = length - (n_players - 1)
+        cards = np.empty(n_cards + 1, np.int8)
+        sizes = np.empty(n_players, np.int32)
+        position = np.empty(length, np.int8)
+        base = np.empty(length, np.int8)
+        grown = np.empty(grown_length, np.int8)
+        scratch = np.empty(grown_length, np.int8)
+        unpack_key(keys[i], cards, sizes)
+        core.init_state(walker, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+        counts[i] = 0
+        for _ in range(periods[i]):
+            census.write_key(walker, position)
+            if mode == INSERT:
+                for at in range(length + 1):
+                    for c in range(core.N_CLASSES):
+                        if allowed[i, c] and not (at > 0 and position[at - 1] == c):  # else: one place earlier
+                            _insert(position, length, at, c, grown)
+                            _try(grown, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch)
+            else:
+                for d in range(length):
+                    c = position[d]
+                    if c == census.SEPARATOR or (d > 0 and position[d - 1] == c):  # else: one place earlier
+                        continue
+                    base[:d] = position[:d]
+                    base[d : length - 1] = position[d + 1 :]
+                    if mode == DELETE:
+                        shorter = base[: length - 1]
+                        _try(shorter, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch)
+                        continue
+                    for at in range(length):
+                        if at != d and not (at > 0 and base[at - 1] == c):
+                            _insert(base, length - 1, at, c, grown)
+                            _try(grown, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch)
+            core.step_trick(walker)
+
+
+@dataclass
+class Level:
+    """One level of an exploration: the cards of the cycles it changed (``tried`` of them,
+    ``positions`` positions in all), every distinct cycle the changed positions reached
+    (key -> :class:`~beggar_env.search.census.Cycle`, ``reached``: how many changed
+    positions), and the keys kept for the next level (new ones, at most the beam)."""
+
+    cards: int
+    tried: int
+    positions: int
+    found: dict = field(default_factory=dict)
+    kept: list = field(default_factory=list)
+
+
+def key_bytes(key: str) -> np.ndarray:
+    """A key's text as its bytes (compact symbols, ``/`` between hands)."""
+    return np.array([census.KEY_SYMBOLS.index(symbol) for symbol in key], np.int8)
+
+
+def deck_of(key: str) -> np.ndarray:
+    """Cards of each class (int64[5]) in a key."""
+    return census.deck_counts(key.replace("/", ""))
+
+
+def distance(key: str, target: np.ndarray) -> float:
+    """How far a key's deck is from the target's proportions at its size (the sum over
+    classes of the difference from the target's share)."""
+    counts = deck_of(key)
+    return float(np.abs(counts - counts.sum() * target / target.sum()).sum())
+
+
+def keep(cycles: list, target: np.ndarray, beam: int, seed: int, size: int) -> list:
+    """The ``beam`` keys nearest the target's proportions, ties broken by a draw of ``seed``
+    and the level's ``size`` (the same whatever order the keys came in)."""
+    keys = sorted(cycles)
+    if len(keys) <= beam:
+        return keys
+    draw = np.random.default_rng([seed, size]).random(len(keys))
+    order = np.lexsort((draw, [distance(key, target) for key in keys]))
+    return sorted(keys[j] for j in order[:beam])
+
+
+def room(key, target, slack=None):
+    """The classes a card may be put in of (bool[5]): those the target deck has more of,
+    and, with ``slack``, that would stay at most ``slack`` cards above their share of the
+    target at the new size."""
+    counts = deck_of(key)
+    allowed = counts < target
+    if slack is not None:
+        allowed &= counts + 1 <= target * (counts.sum() + 1) / target.sum() + slack
+    return allowed
+
+
+def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None):
+    keys = [cycle.key for cycle in cycles]
+    n_cards = len(keys[0].replace("/", ""))
+    room_of = np.array([room(key, target, slack) for key in keys])
+    key_rows = np.stack([key_bytes(key) for key in keys])
+    periods = np.array([cycle.tricks for cycle in cycles], np.int64)
+    rows = len(keys)
+    work = core.new_work(rows, n_players, core.capacity_for(n_cards + 1))
+    results = core.new_results(rows, n_players)
+    walkers = core.new_states(rows, n_players, core.capacity_for(n_cards + 1))
+    while True:
+        out_keys = np.zeros((rows, capacity, key_rows.shape[1] + 1 - mode), np.int8)
+        out_periods = np.zeros((rows, capacity, 2), np.int64)
+        counts = np.zeros(rows, np.int64)
+        grow_level(key_rows, periods, room_of, mode, walkers, work, results, out_keys, out_periods, counts)
+        if counts.max() <= capacity:
+            break
+        capacity = int(counts.max())
+    found = {}
+    for i in range(rows):
+        for k in range(counts[i]):
+            text = census.key_text(out_keys[i, k])
+            cycle = found.setdefault(text, census.Cycle(text, int(out_periods[i, k, 0]), int(out_periods[i, k, 1])))
+            cycle.reached += 1
+    return found, int(periods.sum())
+
+
+def _start_cycles(starts, n_players, target):
+    level = {}
+    for start in starts:
+        cycle = census.cycle_of(start)
+        if cycle is None:
+            raise ValueError(f"start {checks.excerpt(start)}: its game ends, it reaches no cycle")
+        hands = len(cycle.key.split("/"))
+        if hands != n_players:
+            raise ValueError(f"start {checks.excerpt(start)}: has {hands} hands, not {n_players}")
+        if np.any(deck_of(cycle.key) > target):
+            raise ValueError(f"start {checks.excerpt(start)}: has cards that the deck lacks")
+        level[cycle.key] = cycle
+    if not level:
+        raise ValueError("starts: give at least one deal or cycle key")
+    sizes = {len(key.replace("/", "")) for key in level}
+    if len(sizes) != 1:
+        raise ValueError(f"starts: every cycle must hold one number of cards, not {sorted(sizes)}")
+    return [level[key] for key in sorted(level)]
+
+
+def explore(
+    starts,
+    n_players=2,
+    *,
+    change="insert",
+    deck=census.STANDARD_DECK,
+    beam=400,
+    slack=None,
+    levels=None,
+    seed=0,
+    threads=None,
+    progress=None,
+) -> list:
+    """Change the cycles that ``starts`` reach (deals or cycles' keys, compact notation,
+    ``n_players`` hands, one number of cards) one card at a time, level after level, and
+    return the levels (:class:`Level`). ``change``:
+
+    * ``"insert"``: a card of a class ``deck`` has more of put in at every place of every
+      position (with ``slack``, only classes at most that many cards above their share of
+      ``deck``), until the cycles hold the whole ``deck``;
+    * ``"delete"``: every card of every position taken out, until no cycle is left;
+    * ``"move"``: every card of every position put at every other place, until no new
+      cycle is found.
+
+    Each level keeps at most ``beam`` of the cycles it found that no earlier level had,
+    those nearest ``deck``'s proportions first (ties drawn with ``seed``); at most
+    ``levels`` levels. ``progress(level)`` after each."""
+    n_players = checks.n_players(n_players)
+    change = checks.choice("change", change, CHANGES)
+    beam, seed = checks.count("beam", beam, 1), checks.seed(seed)
+    if levels is not None:
+        levels = checks.count("levels", levels, 1)
+    if slack is not None and not (isinstance(slack, (int, float)) and slack >= 0):
+        raise ValueError(f"slack must be a number >= 0 or None, not {checks.excerpt(slack)}")
+    checks.callback("progress", progress)
+    target = census.deck_counts(deck)
+    cycles = _start_cycles(starts, n_players, target)
+    mode = CHANGES.index(change)
+    seen, done = {cycle.key for cycle in cycles}, []
+    with parallel(threads):
+        while cycles and (levels is None or len(done) < levels):
+            n_cards = len(cycles[0].key.replace("/", ""))
+            if change == "insert" and n_cards >= target.sum():
+                break
+            found, positions = _grow_call(cycles, n_players, target, CAPACITY, mode, slack)
+            new = {key: cycle for key, cycle in found.items() if key not in seen}
+            seen.update(new)
+            size = n_cards + (1, 0, -1)[mode]
+            level = Level(n_cards, len(cycles), positions, found, keep(new, target, beam, seed, size))
+            done.append(level)
+            if progress is not None:
+                progress(level)
+            cycles = [found[key] for key in level.kept]
+    return done
