@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from reference import play_reference
@@ -177,3 +178,16 @@ def test_beggar_cycles_grow_writes_its_levels(tmp_path, small_cycles):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--census" in refused.stderr
+
+
+def test_every_published_growth_replays():
+    """Each cycle the published growths kept (docs/cycles/grow-*.json; a sample of the big
+    ones) is a cycle: the engine plays its key round it, with the period written."""
+    paths = sorted((Path(__file__).resolve().parents[1] / "docs" / "cycles").glob("grow-*.json"))
+    assert len(paths) >= 4
+    for path in paths:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        kept = [cycle for level in record["levels"] for cycle in level["kept"]]
+        for cycle in kept[:: max(1, len(kept) // 200)]:
+            replayed = census.cycle_of(cycle["key"])
+            assert (replayed.key, replayed.cards, replayed.tricks) == (cycle["key"], cycle["cards"], cycle["tricks"])

@@ -729,7 +729,9 @@ def _add_cycles_parser(commands):
     r.add_argument("--out", metavar="FILE.json", help="write the deals as JSON")
     r.add_argument("--tsv", metavar="FILE.tsv", help="write the deals as a table, one per line (docs/cycles-deals.tsv)")
     g = modes.add_parser("grow", help="new cycles by changing known ones a card at a time", allow_abbrev=False)
-    g.add_argument("--deal", nargs="+", metavar="DEAL", help="deals or cycles' keys to start from")
+    g.add_argument(
+        "--deal", action="append", metavar="DEAL", help="a deal or cycle's key to start from (repeat for more)"
+    )
     g.add_argument("--census", metavar="FILE.json", help="start from every cycle of a census (its --out)")
     g.add_argument(
         "--change",
@@ -942,7 +944,7 @@ def _cycles_reconstruct(args):
 def _grow_starts(args):
     """The deals or keys ``beggar cycles grow`` starts from: --deal, or a census's cycles."""
     if (args.deal is None) == (args.census is None):
-        raise UsageError("beggar cycles grow: give --deal DEAL ... or --census FILE.json (one of them)")
+        raise UsageError("beggar cycles grow: give --deal DEAL (repeated for more) or --census FILE.json, not both")
     if args.deal is not None:
         return args.deal
     try:
