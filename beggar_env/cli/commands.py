@@ -703,7 +703,8 @@ def _add_cycles_parser(commands):
         allow_abbrev=False,
         description="census: play many positions (random ones of any split, or every deal of a small deck) and name "
         "every cycle reached (docs/cycles.md); reconstruct: walk back from the cycle a deal reaches to the balanced "
-        "deals that reach it, each replayed by the engine. Results go to --out as JSON.",
+        "deals that reach it, each replayed by the engine; extend: longer games behind a game's positions; grow: "
+        "new cycles from known ones, a card at a time. Results go to --out as JSON.",
     )
     modes = c.add_subparsers(dest="mode", metavar="MODE", parser_class=_Parser)
     modes.required = True
