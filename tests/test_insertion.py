@@ -50,9 +50,17 @@ def changed(position, change, room):
     """Every distinct position one change away (a set of tuples)."""
     out = set()
     cards = [d for d, c in enumerate(position) if c != SEPARATOR]
-    if change == "insert":
+    if change in ("insert", "pairs"):
         for at in range(len(position) + 1):
-            out |= {tuple(position[:at] + [c] + position[at:]) for c in room}
+            out |= {tuple(position[:at] + [c] + position[at:]) for c in room if room[c] >= 1}
+    if change == "pairs":
+        once, out = out, set()
+        for grown in once:
+            left = dict(room)
+            for c in set(grown) - {SEPARATOR}:
+                left[c] = left.get(c, 0) - (grown.count(c) - position.count(c))
+            for at in range(len(grown) + 1):
+                out |= {grown[:at] + (c,) + grown[at:] for c in left if left[c] >= 1}
     for d in cards:
         base = position[:d] + position[d + 1 :]
         if change == "delete":
@@ -94,22 +102,22 @@ def small_cycles():
 
 @pytest.mark.parametrize("change", insertion.CHANGES)
 def test_one_level_of_changes_of_larger_cycles_matches_a_brute_force(change):
-    room = [0, 2] if change == "insert" else []
+    room = {0: 1, 2: 1} if change in ("insert", "pairs") else {}
     level = insertion.explore(SIXTEEN, change=change, deck=SIXTEEN_UP, levels=1, beam=10**6)[0]
     cycles, reached = brute_force(SIXTEEN, change, room)
     assert {key: [c.cards, c.tricks] for key, c in level.found.items()} == cycles
     assert len(cycles) > 3 or change == "delete"  # no card can be taken out of these and leave a cycle
-    if change != "move":
+    if change in ("insert", "delete"):
         assert {key: c.reached for key, c in level.found.items()} == dict(reached)
 
 
 @pytest.mark.parametrize("change", insertion.CHANGES)
 def test_one_level_of_changes_matches_a_brute_force(small_cycles, change):
-    room = [0, 2] if change == "insert" else []  # LARGER has one more queen and numerals than SMALL
+    room = {0: 2, 2: 1} if change in ("insert", "pairs") else {}  # LARGER: a queen and two numerals more than SMALL
     level = insertion.explore(small_cycles, change=change, deck=LARGER, levels=1, beam=10**6)[0]
     cycles, reached = brute_force(small_cycles, change, room)
     assert {key: [c.cards, c.tricks] for key, c in level.found.items()} == cycles and cycles
-    if change != "move":  # two moves can make one position (JQ: J to the end, or Q to the top)
+    if change in ("insert", "delete"):  # two moves (or pairs) can make one position (JQ: J to the end, or Q to the top)
         assert {key: c.reached for key, c in level.found.items()} == dict(reached)
     assert level.cards == 11 and level.tried == 2 and level.positions == 3 + 8
     assert set(level.kept) == set(cycles) - set(small_cycles)

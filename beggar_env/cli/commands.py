@@ -733,12 +733,13 @@ def _add_cycles_parser(commands):
     g.add_argument(
         "--deal", action="append", metavar="DEAL", help="a deal or cycle's key to start from (repeat for more)"
     )
-    g.add_argument("--census", metavar="FILE.json", help="start from every cycle of a census (its --out)")
+    g.add_argument("--census", metavar="FILE.json", help="start from a census's cycles, or a growth's last kept")
     g.add_argument(
         "--change",
         choices=CHANGES,
         default="insert",
-        help="insert: a card put in, up to --deck; move: a card moved; delete: a card taken out (default insert)",
+        help="insert: a card put in, up to --deck; pairs: two cards; move: a card moved; delete: a card taken out "
+        "(default insert)",
     )
     g.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help="the deck to grow to (default: 52)")
     g.add_argument("--beam", type=_whole_number(1), default=400, metavar="B", help="cycles kept a level (400)")
@@ -951,7 +952,11 @@ def _grow_starts(args):
     try:
         with open(args.census, encoding="utf-8") as f:
             record = json.load(f)
-        starts = [cycle["key"] for cycle in record["cycles"]]
+        if "levels" in record:  # a growth: the cycles its last level kept
+            kept = [level["kept"] for level in record["levels"] if level["kept"]]
+            starts = [cycle["key"] for cycle in kept[-1]] if kept else []
+        else:
+            starts = [cycle["key"] for cycle in record["cycles"]]
     except FileNotFoundError:
         raise UsageError(f"beggar cycles grow: --census: {args.census} does not exist") from None
     except (OSError, ValueError, KeyError, TypeError) as error:

@@ -27,8 +27,9 @@ from ..core import Outcome
 from ..jit import jit, parallel
 from . import census
 
-CHANGES = ("insert", "move", "delete")  # how a level changes its cycles' positions: a card put in, moved, taken out
-INSERT, MOVE, DELETE = range(3)
+CHANGES = ("insert", "move", "delete", "pairs")  # a card put in, moved, taken out; two cards put in
+INSERT, MOVE, DELETE, PAIRS = range(4)
+GROWTH = (1, 0, -1, 2)  # cards a change adds
 CAPACITY = 1 << 12  # cycles written per grown cycle and call (more: the call is repeated with room for all)
 
 
@@ -55,8 +56,11 @@ def _play_key(key, cards, sizes, s, start, probe, f, r):
 
 
 @jit
-def _try(grown, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch):
-    """Play one grown position; when it cycles, count it and write its cycle if there is room."""
+def _try(grown, i, game, out, scratch):
+    """Play one changed position (``game``: hands, sizes and the engine's records to play it
+    in); when it cycles, count it in ``out`` and write its cycle there if there is room."""
+    cards, sizes, s, start, probe, f, r = game
+    out_keys, out_periods, counts = out
     if not _play_key(grown, cards, sizes, s, start, probe, f, r):
         return
     k = counts[i]
@@ -77,11 +81,12 @@ def _insert(base, n, at, c, grown):
 
 
 @jit(parallel=True)
-def grow_level(keys, periods, allowed, mode, walkers, work, results, out_keys, out_periods, counts):
+def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_periods, counts):
     """For each cycle ``keys[i]`` (period ``periods[i]`` tricks), every position of it
-    changed by one card and played forward: with ``mode`` INSERT, a card of each class
-    ``c`` with ``allowed[i, c]`` put in at each place; MOVE, each card taken out and put
-    back at each other place; DELETE, each card taken out. The first ``out_keys.shape[1]`` of those that cycle go to
+    changed and played forward: with ``mode`` INSERT, a card of each class ``c`` with
+    ``room[i, c] >= 1`` put in at each place; MOVE, each card taken out and put back at each
+    other place; DELETE, each card taken out; PAIRS, two cards put in (of classes with room
+    for both) at each two places. The first ``out_keys.shape[1]`` of those that cycle go to
     ``out_keys[i]`` (their cycle's key) and ``out_periods[i]`` (cards, tricks);
     ``counts[i]`` is how many cycled in all."""
     states, progress = work
@@ -89,17 +94,18 @@ def grow_level(keys, periods, allowed, mode, walkers, work, results, out_keys, o
     n_players = 1
     for b in keys[0]:
         n_players += b == census.SEPARATOR
-    grown_length = length + 1 - mode  # INSERT 0, MOVE 1, DELETE 2
+    grown_length = length + GROWTH[mode]
     for i in prange(keys.shape[0]):
         s, start, probe = states[i, 0], states[i, 1], states[i, 2]
         f, r, walker = progress[i], results[i], walkers[i]
         n_cards = length - (n_players - 1)
-        cards = np.empty(n_cards + 1, np.int8)
+        cards = np.empty(n_cards + 2, np.int8)
         sizes = np.empty(n_players, np.int32)
         position = np.empty(length, np.int8)
-        base = np.empty(length, np.int8)
+        base = np.empty(length + 1, np.int8)
         grown = np.empty(grown_length, np.int8)
         scratch = np.empty(grown_length, np.int8)
+        game, out = (cards, sizes, s, start, probe, f, r), (out_keys, out_periods, counts)
         unpack_key(keys[i], cards, sizes)
         core.init_state(walker, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
         counts[i] = 0
@@ -108,9 +114,21 @@ def grow_level(keys, periods, allowed, mode, walkers, work, results, out_keys, o
             if mode == INSERT:
                 for at in range(length + 1):
                     for c in range(core.N_CLASSES):
-                        if allowed[i, c] and not (at > 0 and position[at - 1] == c):  # else: one place earlier
+                        if room[i, c] >= 1 and not (at > 0 and position[at - 1] == c):  # else: one place earlier
                             _insert(position, length, at, c, grown)
-                            _try(grown, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch)
+                            _try(grown, i, game, out, scratch)
+            elif mode == PAIRS:
+                for first in range(length + 1):
+                    for c in range(core.N_CLASSES):
+                        if room[i, c] < 1 or (first > 0 and position[first - 1] == c):
+                            continue
+                        _insert(position, length, first, c, base)
+                        for at in range(first + 1, length + 2):  # the second card below the first
+                            for c2 in range(core.N_CLASSES):
+                                if room[i, c2] < 1 + (c2 == c) or (at - 1 > first and base[at - 1] == c2):
+                                    continue
+                                _insert(base, length + 1, at, c2, grown)
+                                _try(grown, i, game, out, scratch)
             else:
                 for d in range(length):
                     c = position[d]
@@ -119,13 +137,12 @@ def grow_level(keys, periods, allowed, mode, walkers, work, results, out_keys, o
                     base[:d] = position[:d]
                     base[d : length - 1] = position[d + 1 :]
                     if mode == DELETE:
-                        shorter = base[: length - 1]
-                        _try(shorter, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch)
+                        _try(base[: length - 1], i, game, out, scratch)
                         continue
                     for at in range(length):
                         if at != d and not (at > 0 and base[at - 1] == c):
                             _insert(base, length - 1, at, c, grown)
-                            _try(grown, i, cards, sizes, s, start, probe, f, r, out_keys, out_periods, counts, scratch)
+                            _try(grown, i, game, out, scratch)
             core.step_trick(walker)
 
 
@@ -172,14 +189,15 @@ def keep(cycles: list, target: np.ndarray, beam: int, seed: int, size: int) -> l
 
 
 def room(key, target, slack=None):
-    """The classes a card may be put in of (bool[5]): those the target deck has more of,
-    and, with ``slack``, that would stay at most ``slack`` cards above their share of the
-    target at the new size."""
+    """How many cards of each class may be put in (int64[5]): what the target deck has more
+    of, and, with ``slack``, at most what keeps each class within ``slack`` cards above its
+    share of the target at the new size."""
     counts = deck_of(key)
-    allowed = counts < target
+    free = target - counts
     if slack is not None:
-        allowed &= counts + 1 <= target * (counts.sum() + 1) / target.sum() + slack
-    return allowed
+        share = target * (counts.sum() + 1) / target.sum() + slack
+        free = np.minimum(free, np.maximum(np.floor(share - counts).astype(np.int64), 0))
+    return free
 
 
 def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None):
@@ -193,7 +211,7 @@ def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None):
     results = core.new_results(rows, n_players)
     walkers = core.new_states(rows, n_players, core.capacity_for(n_cards + 1))
     while True:
-        out_keys = np.zeros((rows, capacity, key_rows.shape[1] + 1 - mode), np.int8)
+        out_keys = np.zeros((rows, capacity, key_rows.shape[1] + GROWTH[mode]), np.int8)
         out_periods = np.zeros((rows, capacity, 2), np.int64)
         counts = np.zeros(rows, np.int64)
         grow_level(key_rows, periods, room_of, mode, walkers, work, results, out_keys, out_periods, counts)
@@ -251,7 +269,8 @@ def explore(
       ``deck``), until the cycles hold the whole ``deck``;
     * ``"delete"``: every card of every position taken out, until no cycle is left;
     * ``"move"``: every card of every position put at every other place, until no new
-      cycle is found.
+      cycle is found;
+    * ``"pairs"``: as ``"insert"``, two cards at a time (where one at a time stalls).
 
     Each level keeps at most ``beam`` of the cycles it found that no earlier level had,
     those nearest ``deck``'s proportions first (ties drawn with ``seed``); at most
@@ -271,12 +290,12 @@ def explore(
     with parallel(threads):
         while cycles and (levels is None or len(done) < levels):
             n_cards = len(cycles[0].key.replace("/", ""))
-            if change == "insert" and n_cards >= target.sum():
+            if n_cards + GROWTH[mode] > target.sum():
                 break
             found, positions = _grow_call(cycles, n_players, target, CAPACITY, mode, slack)
             new = {key: cycle for key, cycle in found.items() if key not in seen}
             seen.update(new)
-            size = n_cards + (1, 0, -1)[mode]
+            size = n_cards + GROWTH[mode]
             level = Level(n_cards, len(cycles), positions, found, keep(new, target, beam, seed, size))
             done.append(level)
             if progress is not None:
