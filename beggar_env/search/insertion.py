@@ -12,6 +12,9 @@ cycle with a card carried along, or a new shape), named by its canonical key
 cycles is kept: those whose deck is nearest the target's proportions (so that court cards
 and numerals grow together rather than the courts first), ties broken by a seeded draw.
 
+The same kernel explores a cycle's neighbours: every card moved to every other place
+(``move``), every card taken out (``delete``), or two cards put in at once (``pairs``).
+
 Positions are handled as key bytes (the hands from the leader's seat on, the separator
 between), so an insertion is one byte put in, at any index: before a separator it goes at
 the end of a hand, after one at the top of the next.
@@ -177,7 +180,7 @@ def distance(key: str, target: np.ndarray) -> float:
     return float(np.abs(counts - counts.sum() * target / target.sum()).sum())
 
 
-def keep(cycles: list, target: np.ndarray, beam: int, seed: int, size: int) -> list:
+def keep(cycles, target: np.ndarray, beam: int, seed: int, size: int) -> list:
     """The ``beam`` keys nearest the target's proportions, ties broken by a draw of ``seed``
     and the level's ``size`` (the same whatever order the keys came in)."""
     keys = sorted(cycles)
@@ -207,9 +210,10 @@ def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None):
     key_rows = np.stack([key_bytes(key) for key in keys])
     periods = np.array([cycle.tricks for cycle in cycles], np.int64)
     rows = len(keys)
-    work = core.new_work(rows, n_players, core.capacity_for(n_cards + 1))
+    capacity_cards = core.capacity_for(n_cards + max(GROWTH))
+    work = core.new_work(rows, n_players, capacity_cards)
     results = core.new_results(rows, n_players)
-    walkers = core.new_states(rows, n_players, core.capacity_for(n_cards + 1))
+    walkers = core.new_states(rows, n_players, capacity_cards)
     while True:
         out_keys = np.zeros((rows, capacity, key_rows.shape[1] + GROWTH[mode]), np.int8)
         out_periods = np.zeros((rows, capacity, 2), np.int64)
