@@ -50,22 +50,23 @@ def key_of(hands, leader):
     return [c for hand in turned for c in (*hand, 5)][:-1]  # 5: the separator, after every class
 
 
-def reference_cycle_key(hands, result, events):
-    """The least key over the cycle's positions, rebuilt from the reference's events."""
-    hands = [list(hand) for hand in hands]
-    pile, keys, tricks = [], [], 0
-    first = result["cycle_start_tricks"]
-    if first == 0:
-        keys.append(key_of(hands, 0))
+def trick_positions(hands, events):
+    """Every trick-start position of a reference game, as keys: the first, then the one after
+    each trick, rebuilt from the reference's events."""
+    hands, pile, keys = [list(hand) for hand in hands], [], [key_of(hands, 0)]
     for event in events:
         if event[0] == "play":
             pile.append(hands[event[1]].pop(0))
         else:
             hands[event[1]].extend(pile)
             pile.clear()
-            tricks += 1
-            if tricks >= first:
-                keys.append(key_of(hands, event[1]))
+            keys.append(key_of(hands, event[1]))
+    return keys
+
+
+def reference_cycle_key(hands, result, events):
+    """The least key over the cycle's positions, rebuilt from the reference's events."""
+    keys = trick_positions(hands, events)[result["cycle_start_tricks"] :]
     return "".join("-JQKA/"[c] for c in min(keys))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from reference import play_reference
-from test_cycles import key_of, reference_cycle_key
+from test_cycles import reference_cycle_key, trick_positions
 
 from beggar_env.search import census, insertion
 
@@ -35,15 +35,7 @@ def reference_positions(key):
     events = []
     result = play_reference(hands, events=events)
     assert result["outcome"] == "cycle" and result["cycle_start_tricks"] == 0
-    hands, pile, positions = [list(h) for h in hands], [], [key_of(hands, 0)]
-    for event in events:
-        if event[0] == "play":
-            pile.append(hands[event[1]].pop(0))
-        else:
-            hands[event[1]].extend(pile)
-            pile.clear()
-            positions.append(key_of(hands, event[1]))
-    return positions[: result["cycle_tricks"]]
+    return trick_positions(hands, events)[: result["cycle_tricks"]]
 
 
 def changed(position, change, room):

@@ -154,13 +154,26 @@ def cycle_key(s, period, key, scratch):
 
 
 @jit
-def _place(source, seed, deck, counts, index, s, cards, sizes):
+def play_to_cycle(s, cards, sizes, start, probe, f, r):
+    """Deal ``cards`` (hands of ``sizes``, seat 0 leading) into state ``s`` and play it in
+    the engine to its end or its first repeat, the result in ``r`` (``start``, ``probe``,
+    ``f``: :func:`core.finish`'s scratch); True when it cycles, ``s`` then left on the cycle
+    for :func:`cycle_key`."""
+    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+    core.finish_now(s, True, r, start, probe, f)
+    if r.outcome != Outcome.CYCLE:
+        return False
+    s.status = Outcome.RUNNING
+    return True
+
+
+@jit
+def _place(source, seed, deck, counts, index, cards, sizes):
     if source == 0:
         random_position(core.derive_key(seed, index), deck, cards, sizes)
     else:
         arrangement(counts, index, cards)
         dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
-    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
 
 
 @jit(parallel=True)
@@ -180,15 +193,13 @@ def census_range(source, seed, deck, counts, first, n, work, results, keys, peri
         sizes = np.empty(s.held.shape[0], np.int32)
         scratch = np.empty(keys.shape[1], np.int8)
         for i in range(lo, hi):
-            _place(source, seed, deck, counts, first + i, s, cards, sizes)
-            core.finish_now(s, True, r, start, probe, f)
+            _place(source, seed, deck, counts, first + i, cards, sizes)
             periods[i, 0] = 0
             periods[i, 1] = 0
             stats[c, 0] += 1
-            if r.outcome == Outcome.CYCLE:
+            if play_to_cycle(s, cards, sizes, start, probe, f, r):
                 periods[i, 0] = r.cycle_cards
                 periods[i, 1] = r.cycle_tricks
-                s.status = Outcome.RUNNING
                 cycle_key(s, r.cycle_tricks, keys[i], scratch)
             else:
                 stats[c, 1] += 1
@@ -196,30 +207,6 @@ def census_range(source, seed, deck, counts, first, n, work, results, keys, peri
                     stats[c, 2] = r.cards
                     stats[c, 3] = r.tricks
                     stats[c, 4] = first + i
-
-
-@jit(parallel=True)
-def play_positions(cards, sizes, work, results, keys, periods):
-    """Play given positions (row ``i``: hands ``cards[i]``, hand after hand, of sizes
-    ``sizes[i]``; seat 0 leads), one chunk per row of ``work`` and ``results``; for each
-    that cycles, ``keys[i]`` its cycle's key and ``periods[i]`` (cards, tricks), else (0, 0)."""
-    states, progress = work
-    n_chunks = states.shape[0]
-    for c in prange(n_chunks):
-        lo, hi = core.chunk_bounds(c, n_chunks, cards.shape[0])
-        s, start, probe = states[c, 0], states[c, 1], states[c, 2]
-        f, r = progress[c], results[c]
-        scratch = np.empty(keys.shape[1], np.int8)
-        for i in range(lo, hi):
-            core.init_state(s, cards[i], sizes[i], core.NO_LIMIT, core.NO_LIMIT)
-            core.finish_now(s, True, r, start, probe, f)
-            periods[i, 0] = 0
-            periods[i, 1] = 0
-            if r.outcome == Outcome.CYCLE:
-                periods[i, 0] = r.cycle_cards
-                periods[i, 1] = r.cycle_tricks
-                s.status = Outcome.RUNNING
-                cycle_key(s, r.cycle_tricks, keys[i], scratch)
 
 
 # ------------------------------------------------------------------------ Python side
@@ -416,10 +403,7 @@ def _deal_cycle(cards, sizes, work, results, key, scratch):
     cycle's key to ``key`` when it never ends; return the result record's outcome."""
     states, progress = work
     s, r = states[0, 0], results[0]
-    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
-    core.finish_now(s, True, r, states[0, 1], states[0, 2], progress[0])
-    if r.outcome == Outcome.CYCLE:
-        s.status = Outcome.RUNNING
+    if play_to_cycle(s, cards, sizes, states[0, 1], states[0, 2], progress[0], r):
         cycle_key(s, r.cycle_tricks, key, scratch)
     return r.outcome
 

@@ -26,7 +26,6 @@ import numpy as np
 from numba import prange
 
 from .. import checks, core
-from ..core import Outcome
 from ..jit import jit, parallel
 from . import census
 
@@ -51,26 +50,18 @@ def unpack_key(key, cards, sizes):
 
 
 @jit
-def _play_key(key, cards, sizes, s, start, probe, f, r):
-    unpack_key(key, cards, sizes)
-    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
-    core.finish_now(s, True, r, start, probe, f)
-    return r.outcome == Outcome.CYCLE
-
-
-@jit
 def _try(grown, i, game, out, scratch):
     """Play one changed position (``game``: hands, sizes and the engine's records to play it
     in); when it cycles, count it in ``out`` and write its cycle there if there is room."""
     cards, sizes, s, start, probe, f, r = game
     out_keys, out_periods, counts = out
-    if not _play_key(grown, cards, sizes, s, start, probe, f, r):
+    unpack_key(grown, cards, sizes)
+    if not census.play_to_cycle(s, cards, sizes, start, probe, f, r):
         return
     k = counts[i]
     if k < out_keys.shape[1]:
         out_periods[i, k, 0] = r.cycle_cards
         out_periods[i, k, 1] = r.cycle_tricks
-        s.status = Outcome.RUNNING
         census.cycle_key(s, r.cycle_tricks, out_keys[i, k], scratch)
     counts[i] = k + 1
 
