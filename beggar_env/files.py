@@ -1,9 +1,12 @@
-"""Writing results to files: the destination is checked before any work, a file is replaced
-whole or not at all (written to a temporary file beside it, then renamed), a file one run
-writes is locked against a second writer, and what a killed process left behind (its
-temporary files and folders, named after its process id) is removed by the next run."""
+"""Writing results to files, the one way every file of the package is written: the
+destination is checked before any work (:func:`output_path`), a file is locked against a
+second writer (:func:`exclusive`: held for a whole run, or just for one write) and replaced
+whole or not at all (:func:`replacing`: a temporary file beside it, then renamed), and what
+a killed process left behind (its temporary files and folders, named after its process id)
+is removed by the next run."""
 
 import errno
+import json
 import os
 import re
 import shutil
@@ -125,9 +128,19 @@ def scratch_folder(purpose="scratch"):
 def replacing(path):
     """Yield a temporary file object in ``path``'s folder; on success it replaces ``path``
     (atomically), on any error or interruption it is removed and ``path`` is untouched.
-    A failed write raises ``OSError`` naming ``path`` (not the temporary file)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    prefix = f".{Path(path).name}."
+    ``path`` is locked meanwhile (:func:`exclusive`; a lock this process already holds, as
+    a run that writes its file again and again does, is taken again). A failed write raises
+    ``OSError`` naming ``path`` (not the temporary file)."""
+    with exclusive(path):
+        with _replacing(path) as f:
+            yield f
+
+
+@contextmanager
+def _replacing(path):
+    target = os.path.realpath(path)  # a link is written through, not replaced by a file
+    folder = os.path.dirname(target)
+    prefix = f".{Path(target).name}."
     remove_stale(folder, prefix, TEMPORARY_SUFFIX)
     try:
         fd, temporary = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=folder)
@@ -139,7 +152,7 @@ def replacing(path):
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException as error:
         try:
             os.unlink(temporary)
@@ -161,6 +174,54 @@ def _umask():
     return mask
 
 
+def write_bytes(path, data: bytes):
+    """``data`` as the whole of ``path`` (see :func:`replacing`)."""
+    with replacing(path) as f:
+        f.write(data)
+
+
+def write_json(path, record):
+    """``record`` as indented JSON text, the whole of ``path`` (see :func:`replacing`)."""
+    write_bytes(path, (json.dumps(record, indent=1) + "\n").encode("utf-8"))
+
+
+# ------------------------------------------------------------------------ reading
+
+MESSAGE = 200  # characters of a schema's complaint quoted in an error message
+
+
+def read_json(path, schema=None) -> dict:
+    """The JSON object in ``path``, checked against ``schema`` (a JSON Schema) if given:
+    ``ValueError``, one line naming the file and the first thing wrong (no NaN nor
+    infinity, which Python's json would take and JSON has not)."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not a JSON number")
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f, parse_constant=refuse)
+    except FileNotFoundError:
+        raise ValueError(f"{os.fspath(path)} does not exist") from None
+    except (OSError, ValueError, RecursionError) as error:
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0] or type(error).__name__
+        raise ValueError(f"{os.fspath(path)} cannot be read as JSON: {reason}") from None
+    if schema is not None:
+        check_schema(record, schema, os.fspath(path))
+    return record
+
+
+def check_schema(record, schema, where):
+    """``ValueError`` naming ``where`` and the first place where ``record`` breaks ``schema``
+    (JSON Schema, checked by ``jsonschema``)."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(record))
+    if error is not None:
+        message = error.message if len(error.message) <= MESSAGE else error.message[:MESSAGE] + "..."
+        raise ValueError(f"{where}: {error.json_path}: {message}".replace("\n", " "))
+
+
 def save_npz(path, **arrays) -> str:
     """``numpy.savez`` made safe: returns the path written (see :func:`output_path`)."""
     path = output_path(path, ".npz")
@@ -176,22 +237,53 @@ class InUse(ValueError):
     """The file is being written by another run."""
 
 
+_HELD = set()  # the lock files this process holds
+
+
+def lock_path(path) -> str:
+    """The lock file of ``path``: a hidden ``.NAME.lock`` beside the file it names, links
+    followed (so that a link to a file and the file share one lock)."""
+    real = os.path.realpath(os.fspath(path))
+    return os.path.join(os.path.dirname(real), f".{Path(real).name}.lock")
+
+
 @contextmanager
 def exclusive(path):
-    """Hold an advisory lock on ``path`` for the enclosed block (a hidden ``.NAME.lock``
-    beside it, removed at the end), so that a second run writing it is refused at once
-    with :class:`InUse`, not silently overwritten. Without ``fcntl`` (Windows), no lock."""
+    """Hold an advisory lock on ``path`` for the enclosed block (:func:`lock_path`, removed
+    at the end), so that a second run writing it is refused at once with :class:`InUse`,
+    not silently overwritten. The lock is this process's: taking it again within the block
+    (a run that rewrites its file) is allowed. Without ``fcntl`` (Windows), no lock."""
     try:
         import fcntl
     except ImportError:
         yield
         return
-    lock = os.path.join(os.path.dirname(os.path.abspath(path)), f".{Path(path).name}.lock")
+    lock = lock_path(path)
+    if lock in _HELD:
+        yield
+        return
+    fd = _locked(fcntl, lock, path)
+    _HELD.add(lock)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        _HELD.discard(lock)
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _locked(fcntl, lock, path):
+    """A descriptor of ``lock``, flocked; :class:`InUse` when another process holds it."""
     while True:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as error:
-            raise _naming(error, lock) from None
+            raise _naming(error, path) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
@@ -205,17 +297,7 @@ def exclusive(path):
             ) from None
         try:
             if os.path.samestat(os.fstat(fd), os.stat(lock)):
-                break  # else its holder removed it just before we locked it: lock the new one
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        yield
-    finally:
-        try:
-            os.unlink(lock)
+                return fd  # else its holder removed it just before we locked it: lock the new one
         except FileNotFoundError:
             pass
         os.close(fd)

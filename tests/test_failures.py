@@ -71,12 +71,34 @@ def full_disk(monkeypatch):
 # ---------------------------------------------------------------- two writers
 
 
+class Holder:
+    """Another process holding the lock on ``path`` (as a run writing it does) until the block ends."""
+
+    CODE = (
+        "import sys; from beggar_env import files\n"
+        "with files.exclusive(sys.argv[1]):\n print('held', flush=True); input()"
+    )
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self.CODE, str(self.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout.readline() == "held\n"
+        return self.process
+
+    def __exit__(self, *exc):
+        self.process.communicate("\n", timeout=60)
+
+
 def test_a_second_search_on_a_file_in_use_is_refused_at_once(tmp_path):
     out = tmp_path / "finds.jsonl"
     search(2, deals=20, seed=1, out=out)
     before = out.read_text()
-    with files.exclusive(str(out)):  # another run holds it
-        with pytest.raises(files.InUse, match=f"{out} is being written by another run .process {os.getpid()}"):
+    with Holder(out) as holder:  # another run holds it
+        with pytest.raises(files.InUse, match=f"{out} is being written by another run .process {holder.pid}"):
             search(2, deals=20, seed=2, out=out, resume=True)
     assert out.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["finds.jsonl"]
     search(2, deals=20, seed=2, out=out, resume=True)  # free again: the lock went with its run
