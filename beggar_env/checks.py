@@ -26,6 +26,12 @@ def excerpt(value, limit=EXCERPT):
     return text if len(text) <= limit + 2 else text[:limit] + "..."
 
 
+def install_hint(extra) -> str:
+    """How to install one of the package's extras: from a checkout, where it comes from
+    today, and by name once it is published on an index."""
+    return f"pip install '.[{extra}]' in a checkout of beggar-env (once published: pip install 'beggar-env[{extra}]')"
+
+
 def plural(n, noun, grouped=False):
     """``n`` and the noun, singular or plural: '1 card', '2 cards' (``grouped``: '1,000 deals')."""
     count = f"{n:,}" if grouped else f"{n}"

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from . import checks, files
 
 BACKENDS = ("local", "ray")  # where the seeded jobs that take a backend= argument run
-INSTALL_HINT = "pip install 'beggar-env[distributed]'"
+INSTALL_HINT = checks.install_hint("distributed")
 TASKS_PER_WORKER = 2  # tasks in flight per worker: one running, one waiting
 WAIT_SECONDS = 0.25  # ray.wait in slices, so that Ctrl-C and SIGTERM are seen at once
 FREE_CPUS_SECONDS = 30.0  # how long to wait for a CPU of the cluster to be free

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 from numba import prange
 
-from .. import core
+from .. import checks, core
 from ..jit import jit
 
 INTEGER_TYPES = (np.int8, np.int16, np.int32)  # the types of observation columns, narrowest first
@@ -31,7 +31,7 @@ TRAILING = (
     ("game_tricks", np.int32),
 )
 WEIGHT = ("weight", np.float32)  # 1 / the samples of the game: each game weighs 1 in all
-INSTALL = "pip install 'beggar-env[parquet]' (or pip install pyarrow)"
+INSTALL = checks.install_hint("parquet") + ", or pip install pyarrow"
 
 
 def require_pyarrow():

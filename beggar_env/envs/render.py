@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import checks
 from ..checks import plural
 
 SYMBOLS = "-JQKA"  # card classes 0..4: numeral, jack, queen, king, ace
@@ -85,7 +86,7 @@ def require_pillow():
         from PIL import Image, ImageDraw, ImageFont
     except ImportError as error:
         raise ImportError(
-            "render_mode='rgb_array' draws with Pillow, which is not installed: pip install 'beggar-env[render]' "
+            f"render_mode='rgb_array' draws with Pillow, which is not installed: {checks.install_hint('render')} "
             "(or use render_mode='ansi')"
         ) from error
     return Image, ImageDraw, ImageFont

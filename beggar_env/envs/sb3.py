@@ -41,10 +41,7 @@ from .. import checks
 try:
     from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 except ImportError as exc:  # pragma: no cover (the tests of this module skip without SB3)
-    raise ImportError(
-        "beggar_env.envs.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'"
-        " (or pip install -e '.[rl]' in a checkout)"
-    ) from exc
+    raise ImportError(f"beggar_env.envs.sb3 needs Stable-Baselines3 and torch: {checks.install_hint('rl')}") from exc
 
 _FINALS = ("final_obs", "final_info")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, datasets, files
+from .. import __version__, checks, datasets, files
 from ..game import simulate_blocks
 from ..stats import Summary
 from . import forecasters as fc
@@ -47,7 +47,7 @@ QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20, bayes
 TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
 
 
-INSTALL = "pip install 'beggar-env[baselines]' (scikit-learn and matplotlib)"
+INSTALL = checks.install_hint("baselines") + " (scikit-learn and matplotlib)"
 
 
 def require_extras(sequences=False):
@@ -63,7 +63,7 @@ def require_extras(sequences=False):
             missing.append(name)
     if missing:
         verb = "is" if len(missing) == 1 else "are"
-        install = INSTALL + (" and pip install 'beggar-env[rl]' (torch)" if "torch" in missing else "")
+        install = INSTALL + (f"; and for torch, {checks.install_hint('rl')}" if "torch" in missing else "")
         raise ImportError(f"beggar baselines needs {' and '.join(missing)}, which {verb} not installed: {install}")
 
 

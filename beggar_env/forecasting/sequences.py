@@ -28,14 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import checks
+
 try:
     import torch
 except ImportError as error:  # pragma: no cover - the message is the point
     raise ImportError(
-        "beggar_env.forecasting.sequences needs torch: pip install 'beggar-env[rl]' (or a CPU-only torch build)"
+        f"beggar_env.forecasting.sequences needs torch: {checks.install_hint('rl')}, or a CPU-only torch build"
     ) from error
 
-from .. import checks, datasets
+from .. import datasets  # noqa: E402 (after torch's check)
 from . import events
 from .forecasters import BayesMC
 

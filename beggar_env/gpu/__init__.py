@@ -19,9 +19,9 @@ import importlib.util
 import numba
 import numpy as np
 
-from .. import core
+from .. import checks, core
 
-INSTALL_HINT = "pip install 'beggar-env[cuda]'"
+INSTALL_HINT = checks.install_hint("cuda")
 THREADS_PER_BLOCK = 128
 SIMULATOR_THREADS = 8  # the simulator runs a block's threads as Python threads: few are enough
 LAUNCH_GAMES = 1 << 20  # games per kernel launch: Ctrl-C and progress between launches
