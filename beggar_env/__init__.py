@@ -10,7 +10,8 @@ The house, lowest floor first (each module or wing imports only from those below
   (safe writes, locks, clean-up after a killed run), :mod:`~beggar_env.distributed` (Ray workers);
 * the wings: :mod:`~beggar_env.envs` (``Beggar-v0``, registered with Gymnasium, and its
   vector env), :mod:`~beggar_env.datasets` (in memory and Parquet shards),
-  :mod:`~beggar_env.search` (the longest and never-ending deals),
+  :mod:`~beggar_env.search` (the longest and never-ending deals), :mod:`~beggar_env.cycles`
+  (the cycle census, backward play, new cycles from known ones),
   :mod:`~beggar_env.forecasting` (forecasters, the protocol, the published study);
 * :mod:`~beggar_env.cli`: the ``beggar`` command.
 
@@ -44,6 +45,7 @@ _SUBMODULES = (
     "checks",
     "cli",
     "core",
+    "cycles",
     "datasets",
     "deals",
     "distributed",

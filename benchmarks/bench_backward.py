@@ -1,4 +1,4 @@
-"""Backward play: predecessors computed per second (beggar_env.search.backward.counts).
+"""Backward play: predecessors computed per second (beggar_env.cycles.backward.counts).
 
     python benchmarks/bench_backward.py [--positions 1000000] [--players 2] [--threads T]
 
@@ -22,7 +22,7 @@ from bench import cpu_model, fmt_rate, usable_cpus  # noqa: E402
 
 
 def random_positions(n, players):
-    from beggar_env.search import census
+    from beggar_env.cycles import census
 
     deck = np.repeat(np.arange(5, dtype=np.int8), census.deck_counts(census.STANDARD_DECK))
     cards, sizes = np.empty((n, len(deck)), np.int8), np.empty((n, players), np.int32)
@@ -32,7 +32,7 @@ def random_positions(n, players):
 
 def game_positions(n, players):
     import beggar_env
-    from beggar_env.search import backward
+    from beggar_env.cycles import backward
 
     rows = []
     state = backward.new_scratch_state(players, 52)
@@ -49,7 +49,7 @@ def game_positions(n, players):
 
 
 def best_rate(positions, threads, rounds=3):
-    from beggar_env.search import backward
+    from beggar_env.cycles import backward
 
     backward.counts(*(column[:100] for column in positions), threads=threads)  # compile or load
     best = float("inf")

@@ -1,4 +1,4 @@
-"""Backward play (``beggar_env.search.backward``): every predecessor plays forward, in the
+"""Backward play (``beggar_env.cycles.backward``): every predecessor plays forward, in the
 engine, to its position; and on small decks the predecessors are exactly those a brute
 force over every position of the deck finds (play each one trick forward, invert the map)."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import beggar_env
-from beggar_env.search import backward
+from beggar_env.cycles import backward
 
 
 def key(position):
@@ -152,7 +152,7 @@ def test_the_fast_paths_count_what_the_plain_replay_counts(players):
     numerals) and the one-pass marking used when every other seat holds cards against the
     replay of every suffix from every first player, on positions of random games and
     random positions of any split."""
-    from beggar_env.search import census
+    from beggar_env.cycles import census
 
     rows = []
     for deal in beggar_env.random_deals(30, players, seed=11):

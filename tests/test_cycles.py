@@ -17,7 +17,7 @@ import pytest
 from reference import play_reference
 
 import beggar_env
-from beggar_env.search import census, reconstruct
+from beggar_env.cycles import census, reconstruct
 
 REPO = Path(__file__).resolve().parents[1]
 CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import beggar_env
+from beggar_env.cycles import census
 from beggar_env.distributed import TASKS_PER_WORKER, Workers
-from beggar_env.search import census, search
+from beggar_env.search import search
 
 
 class Squares:

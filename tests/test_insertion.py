@@ -1,4 +1,4 @@
-"""New cycles by changing known ones a card at a time (`beggar_env.search.insertion`).
+"""New cycles by changing known ones a card at a time (`beggar_env.cycles.insertion`).
 
 Each change (a card put in, moved, taken out) is checked against a brute force written
 here: the cycle's positions rebuilt from the independent reference's events
@@ -15,7 +15,7 @@ import pytest
 from reference import play_reference
 from test_cycles import reference_cycle_key, trick_positions
 
-from beggar_env.search import census, insertion
+from beggar_env.cycles import census, insertion
 
 SYMBOLS = "-JQKA/"
 SEPARATOR = 5

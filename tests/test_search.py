@@ -251,9 +251,9 @@ def test_progress_reports_deals_best_and_time_left():
     assert seen and seen[-1].deals == 300_000
     assert [s.deals for s in seen] == sorted(s.deals for s in seen)
     assert seen[-1].best["cards"] is not None and seen[-1].remaining == 0
-    from beggar_env.cli import commands
+    from beggar_env.cli import search as search_command
 
-    line = commands.search_line(seen[-1])
+    line = search_command.search_line(seen[-1])
     assert "300,000 deals" in line and f"cards {seen[-1].best['cards'].cards:,}" in line and "0:00:00 left" in line
 
 

@@ -10,7 +10,8 @@ Every failure is one line on stderr, and its exit status says which kind it was:
 * 130 or 143: Ctrl-C or SIGTERM, which stop any run within a second, leaving no partial file.
 
 This module imports only the standard library, so that Ctrl-C is handled from the first
-moment; the commands (:mod:`beggar_env.cli.commands`) are imported inside that handling.
+moment; the commands (:mod:`beggar_env.cli.commands`, one module each, and their shared
+:mod:`~beggar_env.cli.options`) are imported inside that handling.
 """
 
 import os
@@ -51,8 +52,7 @@ def main(argv=None):
     try:
         from . import commands
 
-        args = commands.parse_args(argv)
-        commands.COMMANDS[args.command](args)
+        commands.run(commands.parse_args(argv))
     except KeyboardInterrupt:
         print("beggar: interrupted", file=sys.stderr)
         return 130

@@ -4,20 +4,21 @@ Every position of a cycle is reached from its place before it on the cycle, and 
 from positions off the cycle; those, their predecessors and so on form the cycle's
 *in-tree*: every position whose game reaches the cycle. The trick map gives each position
 one successor, so the in-tree holds each position once. :func:`reconstruct` walks it
-breadth first (:func:`beggar_env.search.backward.expand`, a level at a time), within a
+breadth first (:func:`beggar_env.cycles.backward.expand`, a level at a time), within a
 budget of positions, and keeps the *deals* in it: positions whose hands, from the
 leader's seat on, have the sizes a game is dealt (26/26; 18/17/17; 13 each). Turned so
 that the leader is seat 0, such a position is a deal whose game never ends. Each one is
 played forward by the engine before it is reported, and must reach the cycle it came from.
 """
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
+from .. import checks, files
 from ..deals import Deal, format_deal, parse_deal
-from . import backward, census
+from . import backward, census, records
 
 MAX_NODES = 10_000_000  # the default budget of positions
 
@@ -33,6 +34,7 @@ class Reconstruction:
     positions: int
     depth: int
     complete: bool
+    seconds: float = 0.0
 
 
 def cycle_positions(deal):
@@ -106,13 +108,65 @@ def _imbalance(level, n_cards):
     return np.abs(turned - want).sum(axis=1)
 
 
-def reconstruct(deal, max_nodes=MAX_NODES, progress=None) -> Reconstruction:
+def reconstruct(deal, max_nodes=MAX_NODES, progress=None, *, out=None, tsv=None) -> Reconstruction:
     """Walk the in-tree of the cycle that ``deal``'s game reaches, breadth first, within
     ``max_nodes`` positions; return the balanced deals found (each replayed by the engine:
     a ``RuntimeError`` if one does not reach the cycle, which would be a bug).
-    ``progress(positions, deals)`` after each level."""
+    ``progress(positions, deals)`` after each level. ``out``: a JSON file of the result
+    (:func:`record`), ``tsv``: a table of its deals (:func:`table`), each checked before
+    the walk and locked during it."""
     max_nodes = checks.count("max_nodes", max_nodes, 1)
     checks.callback("progress", progress)
+    with records.output(out) as path, records.output(tsv, "tsv", ".tsv") as table_path:
+        found = _reconstruct(deal, max_nodes, progress)
+        records.write(path, "reconstruct", record(found, deal, max_nodes))
+        if table_path is not None:
+            files.write_bytes(table_path, table(found).encode("utf-8"))
+    return found
+
+
+def record(found: Reconstruction, deal, max_nodes) -> dict:
+    """A reconstruction as its JSON file holds it (``deal`` and ``max_nodes`` as asked)."""
+    return {
+        "deal": deal if isinstance(deal, str) else format_deal(deal, "compact"),
+        "max_nodes": max_nodes,
+        "cycle": vars(found.cycle),
+        "positions": found.positions,
+        "depth": found.depth,
+        "complete": found.complete,
+        "seconds": round(found.seconds, 2),
+        "deals": found.deals,
+    }
+
+
+TSV_COLUMNS = ("deal", "hand_sizes", "cycle", "cycle_cards", "cycle_tricks", "cycle_start_cards", "cycle_start_tricks")
+
+
+def table(found: Reconstruction) -> str:
+    """The deals of a reconstruction as a tab-separated table, each with its cycle and
+    where its game enters it (played by :func:`beggar_env.play`; ``docs/cycles-deals.tsv``)."""
+    from ..game import play
+
+    lines = ["\t".join(TSV_COLUMNS)]
+    for deal in found.deals:
+        result = play(deal)
+        sizes = "/".join(str(len(hand)) for hand in deal.split("/"))
+        cycle = found.cycle
+        values = (
+            deal,
+            sizes,
+            cycle.key,
+            cycle.cards,
+            cycle.tricks,
+            result.cycle_start_cards,
+            result.cycle_start_tricks,
+        )
+        lines.append("\t".join(str(value) for value in values))
+    return "\n".join(lines) + "\n"
+
+
+def _reconstruct(deal, max_nodes, progress):
+    started = time.perf_counter()
     positions, cycle = cycle_positions(deal)
     n_cards = len(positions[0][0])
     on_cycle = {(c.tobytes(), tuple(s), int(seat)) for c, s, seat in positions}
@@ -136,7 +190,7 @@ def reconstruct(deal, max_nodes=MAX_NODES, progress=None) -> Reconstruction:
             raise RuntimeError(
                 f"backward play found {text}, but the engine does not play it into the cycle {cycle.key}"
             )
-    return Reconstruction(cycle, deals, visited, depth, complete=len(level[0]) == 0)
+    return Reconstruction(cycle, deals, visited, depth, len(level[0]) == 0, time.perf_counter() - started)
 
 
 @dataclass
@@ -153,6 +207,7 @@ class Extension:
     games: list
     positions: int
     starts: int
+    seconds: float = 0.0
 
 
 def game_positions(deal):
@@ -170,21 +225,44 @@ def game_positions(deal):
     return played
 
 
-def extend(deal, offsets=50, max_nodes=100_000, beam=None, progress=None) -> Extension:
+def extend(deal, offsets=50, max_nodes=100_000, beam=None, progress=None, *, out=None) -> Extension:
     """Longer games behind ``deal``'s: from each of its first ``offsets`` trick-start
     positions (``offset`` tricks in), walk the positions behind it breadth first within
     ``max_nodes`` positions and keep the balanced ones more than ``offset`` tricks back;
     each is played forward by the engine (its length is what is reported). With ``beam``,
     each level keeps only the ``beam`` positions nearest to balanced (the least sum of
     differences from the dealt sizes, ties in order), so the walk goes deeper.
-    ``progress(starts done, offsets)`` after each start."""
-    from ..game import play
-
+    ``progress(starts done, offsets)`` after each start. ``out``: a JSON file of the result,
+    checked before the walk and locked during it."""
     offsets = checks.count("offsets", offsets, 1)
     max_nodes = checks.count("max_nodes", max_nodes, 1)
     beam = None if beam is None else checks.count("beam", beam, 1)
     checks.callback("progress", progress)
-    deal = parse_deal(deal)
+    with records.output(out) as path:
+        found = _extend(parse_deal(deal), offsets, max_nodes, beam, progress)
+        records.write(
+            path,
+            "extend",
+            {
+                "deal": found.deal,
+                "cards": found.cards,
+                "tricks": found.tricks,
+                "offsets": offsets,
+                "max_nodes": max_nodes,
+                "beam": beam,
+                "starts": found.starts,
+                "positions": found.positions,
+                "seconds": round(found.seconds, 2),
+                "games": [{"deal": deal, "cards": cards, "tricks": tricks} for cards, tricks, deal in found.games],
+            },
+        )
+    return found
+
+
+def _extend(deal, offsets, max_nodes, beam, progress):
+    from ..game import play
+
+    started = time.perf_counter()
     original = play(deal)
     positions = game_positions(deal)[:offsets]
     n_cards = deal.n_cards
@@ -217,4 +295,7 @@ def extend(deal, offsets=50, max_nodes=100_000, beam=None, progress=None) -> Ext
                 f"backward play found {text} behind {format_deal(deal, 'compact')}, but its game is no longer"
             )
     games.sort(key=lambda g: (-g[0], g[2]))
-    return Extension(format_deal(deal, "compact"), original.cards, original.tricks, games, visited, len(positions))
+    seconds = time.perf_counter() - started
+    return Extension(
+        format_deal(deal, "compact"), original.cards, original.tricks, games, visited, len(positions), seconds
+    )

@@ -8,7 +8,7 @@ cycle, a card of each class the target deck still has room for is put at each pl
 hand, and the position is played forward by the engine to its end or its first repeat.
 Most such positions end; the ones that do not reach a cycle of the larger deck (the old
 cycle with a card carried along, or a new shape), named by its canonical key
-(:mod:`~beggar_env.search.census`). Level by level, up to the target deck, a *beam* of
+(:mod:`~beggar_env.cycles.census`). Level by level, up to the target deck, a *beam* of
 cycles is kept: those whose deck is nearest the target's proportions (so that court cards
 and numerals grow together rather than the courts first), ties broken by a seeded draw.
 
@@ -20,14 +20,15 @@ between), so an insertion is one byte put in, at any index: before a separator i
 the end of a hand, after one at the top of the next.
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import prange
 
-from .. import checks, core
+from .. import checks, core, files
 from ..jit import jit, parallel
-from . import census
+from . import census, records
 
 CHANGES = ("insert", "move", "delete", "pairs")  # a card put in, moved, taken out; two cards put in
 INSERT, MOVE, DELETE, PAIRS = range(4)
@@ -144,7 +145,7 @@ def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_
 class Level:
     """One level of an exploration: the cards of the cycles it changed (``tried`` of them,
     ``positions`` positions in all), every distinct cycle the changed positions reached
-    (key -> :class:`~beggar_env.search.census.Cycle`, ``reached``: how many changed
+    (key -> :class:`~beggar_env.cycles.census.Cycle`, ``reached``: how many changed
     positions), and the keys kept for the next level (new ones, at most the beam)."""
 
     cards: int
@@ -152,6 +153,16 @@ class Level:
     positions: int
     found: dict = field(default_factory=dict)
     kept: list = field(default_factory=list)
+
+    def record(self) -> dict:
+        """The level as a growth's file holds it: the cycles kept, each whole."""
+        return {
+            "cards": self.cards,
+            "tried": self.tried,
+            "positions": self.positions,
+            "found": len(self.found),
+            "kept": [vars(self.found[key]) for key in self.kept],
+        }
 
 
 def key_bytes(key: str) -> np.ndarray:
@@ -254,6 +265,7 @@ def explore(
     seed=0,
     threads=None,
     progress=None,
+    out=None,
 ) -> list:
     """Change the cycles that ``starts`` reach (deals or cycles' keys, compact notation,
     ``n_players`` hands, one number of cards) one card at a time, level after level, and
@@ -269,7 +281,9 @@ def explore(
 
     Each level keeps at most ``beam`` of the cycles it found that no earlier level had,
     those nearest ``deck``'s proportions first (ties drawn with ``seed``); at most
-    ``levels`` levels. ``progress(level)`` after each."""
+    ``levels`` levels. ``progress(level)`` after each. ``out``: a JSON file of the levels
+    and every cycle kept, checked before the first level and locked meanwhile."""
+    started = time.perf_counter()
     n_players = checks.n_players(n_players)
     change = checks.choice("change", change, CHANGES)
     beam, seed = checks.count("beam", beam, 1), checks.seed(seed)
@@ -280,7 +294,16 @@ def explore(
     checks.callback("progress", progress)
     target = census.deck_counts(deck)
     cycles = _start_cycles(starts, n_players, target)
-    mode = CHANGES.index(change)
+    with records.output(out) as path:
+        done = _explore(cycles, n_players, CHANGES.index(change), target, beam, slack, levels, seed, threads, progress)
+        settings = dict(starts=[str(start) for start in starts], change=change, deck=deck, players=n_players)
+        settings.update(beam=beam, slack=slack, levels_limit=levels, seed=int(seed))
+        seconds = round(time.perf_counter() - started, 2)
+        records.write(path, "grow", {**settings, "seconds": seconds, "levels": [level.record() for level in done]})
+    return done
+
+
+def _explore(cycles, n_players, mode, target, beam, slack, levels, seed, threads, progress):
     seen, done = {cycle.key for cycle in cycles}, []
     with parallel(threads):
         while cycles and (levels is None or len(done) < levels):
@@ -297,3 +320,28 @@ def explore(
                 progress(level)
             cycles = [found[key] for key in level.kept]
     return done
+
+
+def starts_of(path) -> list:
+    """The cycles' keys a growth may start from in the file ``path``: a census's cycles, or
+    the cycles a growth's last level kept; ``ValueError`` naming the file otherwise."""
+    record = files.read_json(path, STARTS_SCHEMA)
+    if "levels" in record:
+        kept = [level["kept"] for level in record["levels"] if level["kept"]]
+        starts = [cycle["key"] for cycle in kept[-1]] if kept else []
+    else:
+        starts = [cycle["key"] for cycle in record["cycles"]]
+    if not starts:
+        raise ValueError(f"{path} has no cycles to start from")
+    return starts
+
+
+_CYCLES = {"type": "array", "items": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}}
+_LEVELS = {"type": "array", "items": {"type": "object", "required": ["kept"], "properties": {"kept": _CYCLES}}}
+STARTS_SCHEMA = {  # what starts_of reads: a growth's levels, or a census's cycles
+    "type": "object",
+    "anyOf": [
+        {"required": ["levels"], "properties": {"levels": _LEVELS}},
+        {"required": ["cycles"], "properties": {"cycles": _CYCLES}},
+    ],
+}

@@ -1,0 +1,665 @@
+"""The cycle census: play the trick map from many positions and name every cycle reached.
+
+A *cycle* is a loop of trick-start positions (``docs/RULES.md``). It is named by its
+*canonical key*: each of its positions written from the leader's seat on (the leader's
+hand, then the next seat's, ..., as compact notation joined by ``/``: the position's deal
+with the leader in seat 0), and the least of these in the order of the card classes,
+the separator last (``-`` < ``J`` < ``Q`` < ``K`` < ``A`` < ``/``). So one key names a
+cycle whichever position of it a game enters, and a cycle and its copy with the seats
+turned have one key. Its period is counted in cards and in tricks.
+
+Positions come from one of two sources, both counted by an index, so that any range of
+indices is the same work anywhere:
+
+* ``random``: position ``i`` is a deck (the standard one, or any given cards) shuffled by
+  ``core.derive_key(seed, i)`` and cut at random into hands of any sizes, seat 0 holding
+  at least one card and some other seat at least one; seat 0 leads;
+* ``every``: position ``i`` is the ``i``-th arrangement (in lexicographic order of card
+  classes) of a small deck, dealt as a game is (``docs/RULES.md``: hands as even as
+  possible, the first seats holding one more); so the indices ``0 .. arrangements - 1``
+  are every deal of that deck.
+
+Each position is played by the engine to its end or its first repeat (``core.finish``);
+the census keeps, per range, how many games ended, the longest (cards, tricks, its index),
+and, for each game that never ends, its cycle's key and period. Counts and indices are
+Python integers: the standard deck has 653,534,134,886,878,245,000 deals, past int64, and
+the compiled code only ever sees what fits (see :func:`_blocks`).
+
+A census may be written to a JSON file (``out``) as it runs, every half minute, and
+continued from there (``resume``): the file is the census's, locked for the run and
+replaced whole (:mod:`beggar_env.files`); ``beggar cycles census`` is this function.
+"""
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import prange
+
+from .. import __version__, checks, core, files
+from ..core import Outcome
+from ..distributed import check_backend, require_ray
+from ..jit import jit, parallel
+from . import records
+
+SOURCES = ("random", "every")
+BACKENDS = ("local", "ray")
+SEPARATOR = 5  # between hands in a key (after the five classes)
+KEY_SYMBOLS = core.CLASS_SYMBOLS + "/"
+CHUNK = 1 << 14  # positions per parallel task and compiled call
+RAY_TASK_POSITIONS = 1 << 17  # positions per task of a census on Ray (a second or so of one core)
+CHECKPOINT_SECONDS = 30  # how often a census with ``out`` is written while it runs
+KIND = records.kind("census")
+SETTINGS = ("players", "source", "deck", "first", "positions")  # a resumed census must be run with these
+_WHOLE = {"type": "integer", "minimum": 0}
+SCHEMA = {  # the file of a census (Census.record), as read()/resume check it
+    "type": "object",
+    "required": ["kind", *SETTINGS, "seed", "seconds", "done", "complete", "games", "ended", "longest", "cycles"],
+    "properties": {
+        "kind": {"const": KIND},
+        "players": {"type": "integer", "minimum": 2, "maximum": 4},
+        "source": {"enum": list(SOURCES)},
+        "deck": {"type": "string", "pattern": "^[-JQKAjqka]+$"},
+        "first": _WHOLE,
+        "positions": {"type": ["integer", "null"], "minimum": 0},
+        "seed": {"type": "integer", "minimum": 0, "maximum": checks.MAX_SEED},
+        "seconds": {"type": "number", "minimum": 0},
+        "done": {"type": ["integer", "null"], "minimum": 0},
+        "complete": {"type": "boolean"},
+        "games": _WHOLE,
+        "ended": _WHOLE,
+        "longest": {
+            "type": "object",
+            "required": ["cards", "tricks", "index"],
+            "properties": {"cards": _WHOLE, "tricks": _WHOLE, "index": {"type": "integer", "minimum": -1}},
+        },
+        "cycles": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "cards", "tricks", "reached"],
+                "additionalProperties": False,
+                "properties": {
+                    "key": {"type": "string", "pattern": "^[-JQKA/]+$"},
+                    "cards": {"type": "integer", "minimum": 1},
+                    "tricks": {"type": "integer", "minimum": 1},
+                    "reached": {"type": "integer", "minimum": 1},
+                },
+            },
+        },
+    },
+}
+
+
+# ------------------------------------------------------------------------- positions
+
+
+@jit
+def multinomial(counts):
+    """How many arrangements a deck with ``counts[c]`` cards of class ``c`` has, in int64:
+    for the decks :func:`_blocks` hands it, whose count times their size fits."""
+    total = 0
+    result = np.int64(1)
+    for c in range(counts.shape[0]):
+        for k in range(1, counts[c] + 1):
+            total += 1
+            result = result * total // k
+    return result
+
+
+@jit
+def arrangement(counts, index, out):
+    """The ``index``-th arrangement of the deck ``counts`` in lexicographic order of card
+    classes, written to ``out`` (top card first)."""
+    left = counts.copy()
+    n = out.shape[0]
+    ways = multinomial(left)
+    for j in range(n):
+        for c in range(left.shape[0]):
+            if left[c] == 0:
+                continue
+            with_c = ways * left[c] // (n - j)  # arrangements of the rest once c is placed here
+            if index < with_c:
+                out[j] = c
+                left[c] -= 1
+                ways = with_c
+                break
+            index -= with_c
+
+
+@jit
+def dealt_sizes(n_cards, n_players, sizes):
+    """Hand sizes as a game deals ``n_cards`` cards: as even as possible, the first seats one more."""
+    for p in range(n_players):
+        sizes[p] = n_cards // n_players + (1 if p < n_cards % n_players else 0)
+
+
+@jit
+def random_position(key, deck, cards, sizes):
+    """Position of key ``key``: ``deck`` (classes) shuffled, cut into hands of random
+    sizes (seat 0 and some other seat holding cards), written to ``cards`` and ``sizes``."""
+    n = deck.shape[0]
+    n_players = sizes.shape[0]
+    for k in range(n):
+        cards[k] = deck[k]
+    core.shuffle(key, cards, n)
+    z = core.mix64(key ^ np.uint64(0xC0FFEE))
+    cut = 1 + np.int64(z % np.uint64(n - 1))  # seat 0: 1 .. n - 1 cards
+    left = n - cut
+    sizes[0] = cut
+    for p in range(1, n_players - 1):
+        z = core.mix64(z + np.uint64(p))
+        sizes[p] = np.int64(z % np.uint64(left + 1))
+        left -= sizes[p]
+    sizes[n_players - 1] = left
+
+
+@jit(parallel=True)
+def random_positions(seed, deck, first, cards, sizes):
+    """Positions ``first .. first + len(cards) - 1`` of the ``random`` source (seat 0 leads)."""
+    for i in prange(cards.shape[0]):
+        random_position(core.derive_key(seed, first + i), deck, cards[i], sizes[i])
+
+
+# ------------------------------------------------------------------------------ keys
+
+
+@jit
+def write_key(s, out):
+    """The position of trick-start state ``s`` from its leader's seat on, as key bytes."""
+    n_players = s.held.shape[0]
+    mask = s.pile.shape[0] - 1
+    at = 0
+    for k in range(n_players):
+        p = (s.turn + k) % n_players
+        if k > 0:
+            out[at] = SEPARATOR
+            at += 1
+        for j in range(s.held[p]):
+            out[at] = s.hands[p, (s.head[p] + j) & mask]
+            at += 1
+
+
+@jit
+def _less(a, b):
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return a[i] < b[i]
+    return False
+
+
+@jit
+def cycle_key(s, period, key, scratch):
+    """Walk ``period`` tricks from ``s`` (a position on a cycle; it comes back to it) and
+    write the cycle's canonical key to ``key`` (``scratch``: a key's room)."""
+    write_key(s, key)
+    for _ in range(period):
+        core.step_trick(s)
+        write_key(s, scratch)
+        if _less(scratch, key):
+            key[:] = scratch
+
+
+# ---------------------------------------------------------------------------- census
+
+
+@jit
+def play_to_cycle(s, cards, sizes, start, probe, f, r):
+    """Deal ``cards`` (hands of ``sizes``, seat 0 leading) into state ``s`` and play it in
+    the engine to its end or its first repeat, the result in ``r`` (``start``, ``probe``,
+    ``f``: :func:`core.finish`'s scratch); True when it cycles, ``s`` then left on the cycle
+    for :func:`cycle_key`."""
+    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+    core.finish_now(s, True, r, start, probe, f)
+    if r.outcome != Outcome.CYCLE:
+        return False
+    s.status = Outcome.RUNNING
+    return True
+
+
+@jit
+def _place(source, seed, deck, counts, index, cards, sizes):
+    """Position ``index`` of the source; for ``every``, the arrangement ``index`` of the
+    cards ``counts`` after the ``len(deck)`` cards ``deck`` (a block's prefix)."""
+    if source == 0:
+        random_position(core.derive_key(seed, index), deck, cards, sizes)
+    else:
+        fixed = deck.shape[0]
+        cards[:fixed] = deck
+        arrangement(counts, index, cards[fixed:])
+        dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
+
+
+@jit(parallel=True)
+def census_range(source, seed, deck, counts, first, n, work, results, keys, periods, stats):
+    """Play positions ``first .. first + n - 1`` of a source (0 random, 1 every: then
+    ``deck`` is the prefix of a block and ``counts`` its other cards, :func:`_blocks`) in
+    chunks, one per row of ``work`` (``core.new_work``'s) and ``results`` (one record
+    each). Per chunk ``c``, ``stats[c]``: games, ended, longest cards, its tricks, its
+    index; per position ``i`` that cycles, ``keys[i]`` its cycle's key and ``periods[i]``
+    (cards, tricks); other positions get period (0, 0)."""
+    states, progress = work
+    n_chunks = states.shape[0]
+    for c in prange(n_chunks):
+        lo, hi = core.chunk_bounds(c, n_chunks, n)
+        s, start, probe = states[c, 0], states[c, 1], states[c, 2]
+        f, r = progress[c], results[c]
+        cards = np.empty(keys.shape[1] - s.held.shape[0] + 1, np.int8)
+        sizes = np.empty(s.held.shape[0], np.int32)
+        scratch = np.empty(keys.shape[1], np.int8)
+        for i in range(lo, hi):
+            _place(source, seed, deck, counts, first + i, cards, sizes)
+            periods[i, 0] = 0
+            periods[i, 1] = 0
+            stats[c, 0] += 1
+            if play_to_cycle(s, cards, sizes, start, probe, f, r):
+                periods[i, 0] = r.cycle_cards
+                periods[i, 1] = r.cycle_tricks
+                cycle_key(s, r.cycle_tricks, keys[i], scratch)
+            else:
+                stats[c, 1] += 1
+                if r.cards > stats[c, 2]:
+                    stats[c, 2] = r.cards
+                    stats[c, 3] = r.tricks
+                    stats[c, 4] = first + i
+
+
+# ------------------------------------------------------------------------ Python side
+
+
+def key_text(key) -> str:
+    """A key's bytes as text: the cycle's least position, leader first, in compact notation."""
+    return "".join(KEY_SYMBOLS[int(b)] for b in key)
+
+
+@dataclass
+class Cycle:
+    """A cycle the census reached: its canonical key, period, and how many positions reached it."""
+
+    key: str
+    cards: int
+    tricks: int
+    reached: int = 0
+
+
+@dataclass
+class Census:
+    """What the positions of a census range gave: games, games that ended, the longest
+    (cards, tricks, index of its position), every cycle reached, by key; and, from
+    :func:`census`, the seed of its positions and the seconds spent on it (all the sessions
+    of a resumed census together), which equality leaves out: two censuses are equal when
+    their positions gave the same."""
+
+    games: int = 0
+    ended: int = 0
+    longest_cards: int = 0
+    longest_tricks: int = 0
+    longest_index: int = -1
+    cycles: dict = field(default_factory=dict)
+    seconds: float = field(default=0.0, compare=False)
+    seed: int | None = field(default=None, compare=False)
+
+    def add(self, other: "Census"):
+        """Merge another range's census into this one."""
+        self.games += other.games
+        self.ended += other.ended
+        self.seconds += other.seconds
+        if (other.longest_cards, -other.longest_index) > (self.longest_cards, -self.longest_index):
+            self.longest_cards, self.longest_tricks = other.longest_cards, other.longest_tricks
+            self.longest_index = other.longest_index
+        for key, cycle in other.cycles.items():
+            mine = self.cycles.setdefault(key, Cycle(key, cycle.cards, cycle.tricks))
+            mine.reached += cycle.reached
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Census":
+        """A census from its record (:func:`read`, ``beggar cycles census --out``'s JSON)."""
+        longest = record["longest"]
+        result = cls(record["games"], record["ended"], longest["cards"], longest["tricks"], longest["index"])
+        result.seconds, result.seed = record["seconds"], record["seed"]
+        for cycle in record["cycles"]:
+            result.cycles[cycle["key"]] = Cycle(cycle["key"], cycle["cards"], cycle["tricks"], cycle["reached"])
+        return result
+
+    def record(self, settings: dict, done=None) -> dict:
+        """The census as its file holds it: ``settings`` (:data:`SETTINGS`), its seed, and
+        ``done``, the positions played so far of an unfinished census (None: complete)."""
+        return {
+            "kind": KIND,
+            "version": __version__,
+            **settings,
+            "seed": self.seed,
+            "seconds": round(self.seconds, 2),
+            "done": done,
+            "complete": done is None,
+            "games": self.games,
+            "ended": self.ended,
+            "longest": {"cards": self.longest_cards, "tricks": self.longest_tricks, "index": self.longest_index},
+            "cycles": [vars(c) for c in sorted(self.cycles.values(), key=lambda c: (c.cards, c.key))],
+        }
+
+    def by_period(self) -> dict:
+        """Distinct cycles by period: {(cards, tricks): number of cycles}."""
+        table = {}
+        for cycle in self.cycles.values():
+            table[cycle.cards, cycle.tricks] = table.get((cycle.cards, cycle.tricks), 0) + 1
+        return dict(sorted(table.items()))
+
+
+def deck_counts(deck) -> np.ndarray:
+    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``)."""
+    if not isinstance(deck, str):
+        raise TypeError(f"deck must be a string of compact symbols (- J Q K A), not {type(deck).__name__}")
+    counts = np.zeros(core.N_CLASSES, np.int64)
+    for symbol in deck:
+        if symbol.upper() not in core.CLASS_SYMBOLS:
+            raise ValueError(f"deck: unknown symbol {symbol!r} in {checks.excerpt(deck)} (compact symbols: - J Q K A)")
+        counts[core.CLASS_SYMBOLS.index(symbol.upper())] += 1
+    if counts.sum() < 2:
+        raise ValueError(f"deck must have at least 2 cards, not {int(counts.sum())}")
+    if counts.sum() > core.DECK_SIZE:
+        raise ValueError(f"deck must have at most {core.DECK_SIZE} cards, not {int(counts.sum())}")
+    return counts
+
+
+STANDARD_DECK = "-" * 36 + "JJJJQQQQKKKKAAAA"
+
+
+def _count(counts) -> int:
+    """How many arrangements the cards ``counts`` have, exactly (a Python int)."""
+    result = math.factorial(int(sum(counts)))
+    for k in counts:
+        result //= math.factorial(int(k))
+    return result
+
+
+def arrangements(deck) -> int:
+    """How many deals a deck has (its arrangements: the size of the ``every`` source), a
+    Python int, exact for any deck (653,534,134,886,878,245,000 for the standard one)."""
+    return _count(deck_counts(deck))
+
+
+def _blocks(counts, first, n):
+    """The positions ``first .. first + n - 1`` of the ``every`` source, as blocks the
+    compiled code can count: (prefix, rest, local first, m), where the arrangements
+    ``local first .. local first + m - 1`` of the cards ``rest`` (few enough that their
+    count times their number fits int64), after the fixed cards ``prefix``, are those
+    positions in order. A deck whose deals fit has one block, of an empty prefix."""
+    left = np.array(counts, np.int64)
+    prefix, index, ways = [], first, _count(left)
+    while ways * int(left.sum()) > checks.MAX_COUNT:  # too many for int64: fix the top card
+        for c in range(core.N_CLASSES):
+            with_c = ways * int(left[c]) // int(left.sum())
+            if index < with_c:
+                prefix.append(c)
+                left[c] -= 1
+                ways = with_c
+                break
+            index -= with_c
+    m = min(n, ways - index)
+    yield np.array(prefix, np.int8), left, index, m
+    if m < n:
+        yield from _blocks(counts, first + m, n - m)
+
+
+def read(path) -> dict:
+    """The census record in ``path`` (:meth:`Census.record`), checked: ``ValueError``
+    naming the file and what is wrong."""
+    record = files.read_json(path, SCHEMA)
+    where = os.fspath(path)
+    if record["complete"] != (record["done"] is None):
+        raise ValueError(f"{where}: complete is {record['complete']} but done is {record['done']}")
+    if record["done"] is not None and record["done"] != record["games"]:
+        raise ValueError(f"{where}: done ({record['done']:,}) must equal games ({record['games']:,})")
+    reached = sum(cycle["reached"] for cycle in record["cycles"])
+    if record["ended"] + reached != record["games"]:
+        raise ValueError(
+            f"{where}: ended ({record['ended']:,}) and the cycles' reached ({reached:,}) add up to no games"
+        )
+    return record
+
+
+def census(
+    n_players,
+    source="random",
+    *,
+    deck=STANDARD_DECK,
+    first=0,
+    n=None,
+    seed=None,
+    threads=None,
+    progress=None,
+    partial=None,
+    backend="local",
+    address=None,
+    out=None,
+    resume=False,
+) -> Census:
+    """The census of positions ``first .. first + n - 1`` of ``source`` (``"random"``,
+    with ``seed``, default 0, or ``"every"``: ``n`` defaults to every deal of ``deck``,
+    ``first`` may be any of them) for ``n_players`` players, on ``threads`` threads;
+    ``progress(done, n)`` after each call, and ``partial(census so far, done)``
+    (positions ``first .. first + done - 1``). ``backend="ray"`` plays ranges of positions
+    on Ray workers, one per CPU, of a local Ray or of the cluster at ``address``
+    (:mod:`beggar_env.distributed`), merged in order: the same census.
+
+    ``out``: the census's JSON file (``.json`` added), locked for the run (a second run on it
+    is refused at once: ``files.InUse``), written every half minute while it runs, when it is
+    interrupted, and at the end. An existing file is only continued, with ``resume=True``:
+    an unfinished census run with the same settings (and ``seed``: by default the file's)
+    goes on from where it stopped; the census of the rest added to it is the whole."""
+    n_players = checks.n_players(n_players)
+    source = checks.choice("source", source, SOURCES)
+    counts = deck_counts(deck)
+    given_n = n
+    first, n = _range(source, counts, deck, first, n)
+    settings = dict(players=n_players, source=source, deck=deck, first=first, positions=None if given_n is None else n)
+    checks.boolean("resume", resume)
+    checks.callback("progress", progress)
+    checks.callback("partial", partial)
+    if check_backend(backend, threads, address, BACKENDS) == "ray":
+        require_ray()
+    run = dict(threads=threads, backend=backend, address=address, progress=progress, partial=partial)
+    if out is None:
+        if resume:
+            raise ValueError("resume needs the file to resume (out)")
+        job = _RangeJob(n_players, source, deck, int(checks.seed(0 if seed is None else seed)))
+        return _played(job, counts, first, n, Census(), **run)
+    with records.output(out) as path:  # a second run on the file is refused: the last writer would lose the census
+        before, done, seed = _start(path, resume, settings, seed)
+        job = _RangeJob(n_players, source, deck, seed)
+        return _played(job, counts, first + done, n - done, before, _Checkpoints(path, settings, done), **run)
+
+
+def _range(source, counts, deck, first, n):
+    """``first`` and ``n`` checked: Python ints, within the source."""
+    if source == "every":
+        total = _count(counts)
+        first = checks.integer("first", first, 0, total)
+        if n is None and total - first > checks.MAX_COUNT:
+            raise ValueError(
+                f"the deck {checks.excerpt(deck)} has {total:,} deals, more than one census counts "
+                f"(at most {checks.MAX_COUNT:,} positions): give n, and first"
+            )
+        n = checks.count("n", total - first if n is None else n)
+        if first + n > total:
+            raise ValueError(f"the deck {checks.excerpt(deck)} has {total:,} deals: first + n must be at most that")
+        return first, n
+    if n is None:
+        raise ValueError("n: a random census needs a number of positions")
+    first, n = checks.count("first", first), checks.count("n", n)
+    if first + n > checks.MAX_COUNT:
+        raise ValueError(f"first + n must be at most {checks.MAX_COUNT:,} (positions are counted in int64)")
+    return first, n
+
+
+def _start(path, resume, settings, seed):
+    """The census so far in ``path`` and its positions done, and the seed (``resume``), or
+    an empty census; ``ValueError`` for a file that cannot be continued so."""
+    if not os.path.exists(path):
+        if resume:
+            raise ValueError(f"resume: {path} does not exist")
+        return Census(), 0, int(checks.seed(0 if seed is None else seed))
+    if not resume:
+        raise ValueError(f"{path} exists: continue an unfinished census (resume=True, --resume) or choose another file")
+    record = read(path)
+    if record["complete"]:
+        raise ValueError(f"resume: {path} is complete: nothing to continue")
+    differ = [name for name in SETTINGS if record[name] != settings[name]]
+    if seed is not None and int(checks.seed(seed)) != record["seed"]:
+        differ.append("seed")
+    if differ:
+        raise ValueError(f"resume: {path} was run with other settings: {', '.join(differ)}")
+    return Census.from_record(record), record["done"], record["seed"]
+
+
+class _Checkpoints:
+    """Writes the census to its file every :data:`CHECKPOINT_SECONDS`, and on demand."""
+
+    def __init__(self, path, settings, done_before):
+        self.path, self.settings, self.done_before = path, settings, done_before
+        self.last = time.perf_counter()
+
+    def write(self, so_far, done, complete=False):
+        record = so_far.record(self.settings, None if complete else self.done_before + done)
+        files.write_json(self.path, record)
+        self.last = time.perf_counter()
+
+    def due(self):
+        return time.perf_counter() - self.last >= CHECKPOINT_SECONDS
+
+
+def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend, address, progress, partial):
+    """``before`` and the census of ``job``'s positions ``first .. first + n - 1``, written
+    to the checkpoints' file as it goes, when interrupted, and at the end."""
+    started = time.perf_counter()
+    result, done = Census(), 0
+
+    def so_far():
+        whole = Census(seed=job.seed)
+        whole.add(before)
+        whole.add(result)
+        whole.seconds = before.seconds + time.perf_counter() - started
+        return whole
+
+    def merged(part, m):
+        nonlocal done
+        result.add(part)
+        done += m
+        if progress is not None:
+            progress(done, n)
+        if partial is not None:
+            partial(result, done)
+        if checkpoints is not None and checkpoints.due():
+            checkpoints.write(so_far(), done)
+
+    try:
+        if backend == "ray":
+            _census_on_ray(job, first, n, address, merged)
+        else:
+            _census_here(job, counts, first, n, threads, merged)
+    except BaseException:
+        if checkpoints is not None and done:
+            checkpoints.write(so_far(), done)  # Ctrl-C or a failure: keep what was played
+        raise
+    whole = so_far()
+    if checkpoints is not None:
+        checkpoints.write(whole, done, complete=True)
+    return whole
+
+
+def _census_here(job, counts, first, n, threads, merged):
+    deck_classes = np.repeat(np.arange(core.N_CLASSES, dtype=np.int8), counts)
+    n_cards, seed = len(deck_classes), np.uint64(job.seed)
+    with parallel(threads) as n_threads:
+        work = core.new_work(4 * n_threads, job.n_players, core.capacity_for(n_cards))
+        results = core.new_results(4 * n_threads, job.n_players)
+        step = CHUNK * n_threads
+        if job.source == "random":
+            for lo in range(first, first + n, step):
+                m = min(step, first + n - lo)
+                merged(_census_call(0, seed, deck_classes, counts, lo, m, work, results, n_cards), m)
+            return
+        for prefix, rest, local, size in _blocks(counts, first, n):
+            offset = first - local  # position = offset + local index
+            for lo in range(local, local + size, step):
+                m = min(step, local + size - lo)
+                part = _census_call(1, seed, prefix, rest, lo, m, work, results, n_cards)
+                if part.longest_index >= 0:
+                    part.longest_index += offset
+                merged(part, m)
+            first += size
+
+
+@dataclass
+class _RangeJob:
+    """A census as a job for :class:`beggar_env.distributed.Workers`: each task is a range
+    of positions, played on one thread."""
+
+    n_players: int
+    source: str
+    deck: str
+    seed: int
+
+    def warm(self):
+        self.run(0, 1)
+
+    def run(self, first, n):
+        return census(self.n_players, self.source, deck=self.deck, first=first, n=n, seed=self.seed, threads=1)
+
+
+def _census_on_ray(job, first, n, address, merged):
+    from ..distributed import Workers
+
+    tasks = [(lo, min(RAY_TASK_POSITIONS, first + n - lo)) for lo in range(first, first + n, RAY_TASK_POSITIONS)]
+    if not tasks:
+        return
+    with Workers(job, address=address) as workers:
+        for (_, m), part in workers.ordered(tasks):
+            part.seconds = 0.0  # the run's own clock counts
+            merged(part, m)
+
+
+def _census_call(source, seed, deck_classes, counts, lo, m, work, results, n_cards):
+    n_players = results["hand_sizes"].shape[1]
+    keys = np.zeros((m, n_cards + n_players - 1), np.int8)
+    periods = np.zeros((m, 2), np.int64)
+    stats = np.zeros((work[0].shape[0], 5), np.int64)
+    stats[:, 4] = -1
+    census_range(source, seed, deck_classes, counts, lo, m, work, results, keys, periods, stats)
+    part = Census(games=int(stats[:, 0].sum()), ended=int(stats[:, 1].sum()))
+    for row in stats:
+        part.add(Census(longest_cards=int(row[2]), longest_tricks=int(row[3]), longest_index=int(row[4])))
+    for i in np.flatnonzero(periods[:, 1]):
+        text = key_text(keys[i])
+        cycle = part.cycles.setdefault(text, Cycle(text, int(periods[i, 0]), int(periods[i, 1])))
+        cycle.reached += 1
+    return part
+
+
+@jit
+def _deal_cycle(cards, sizes, work, results, key, scratch):
+    """Play one deal in the engine (``work``: one row of ``core.new_work``); write its
+    cycle's key to ``key`` when it never ends; return the result record's outcome."""
+    states, progress = work
+    s, r = states[0, 0], results[0]
+    if play_to_cycle(s, cards, sizes, states[0, 1], states[0, 2], progress[0], r):
+        cycle_key(s, r.cycle_tricks, key, scratch)
+    return r.outcome
+
+
+def cycle_of(deal) -> Cycle | None:
+    """The cycle a deal's game reaches, played by the engine (``reached`` 1), or None
+    when the game ends."""
+    from ..deals import parse_deal
+
+    deal = parse_deal(deal)
+    work = core.new_work(1, deal.n_players, core.capacity_for(deal.n_cards))
+    results = core.new_results(1, deal.n_players)
+    key = np.zeros(deal.n_cards + deal.n_players - 1, np.int8)
+    sizes = np.array(deal.hand_sizes, np.int32)
+    if _deal_cycle(deal.classes(), sizes, work, results, key, np.empty_like(key)) != Outcome.CYCLE:
+        return None
+    return Cycle(key_text(key), int(results["cycle_cards"][0]), int(results["cycle_tricks"][0]), 1)
