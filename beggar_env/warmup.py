@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from . import datasets, files, game, jit
+from .cycles import backward, census, insertion, reconstruct
 from .forecasting import forecasters
 from .search import search
 
@@ -45,6 +46,16 @@ def parts(players=PLAYERS):
         data = datasets.generate(2, n_players=n, observation="counted", seed=0)
         forecasters.BayesMC(n, k=2).predict_proba(data.fields)
 
+    def cycles(n):
+        census.census(n, "random", n=2, seed=0)
+        census.census(n, "every", deck="JQ--", n=2)
+        small = "/".join(["--J-", "K-J-"] + [""] * (n - 2))  # a cycle with empty seats: the two-player one
+        cards, sizes, leader = backward.position_arrays(small, 0)
+        backward.counts(cards[None], sizes[None], np.array([leader], np.int32))
+        reconstruct.reconstruct(small, max_nodes=4)
+        reconstruct.extend("/".join(["-A", "-Q"] + ["-"] * (n - 2)), offsets=1, max_nodes=4)
+        insertion.explore([small], n, deck="JJKK------", levels=1, beam=1)
+
     for n in players:
         yield f"simulate, {n} players", lambda n=n: (game.simulate(2, n_players=n, seed=0), game.play("-A/-Q"))
         yield f"Beggar-v0 and its vector env, {n} players", lambda n=n: env(n)
@@ -56,6 +67,7 @@ def parts(players=PLAYERS):
             lambda n=n: [search(n, deals=2, strategy=s, walk_steps=2) for s in ("random", "local")],
         )
         yield f"Bayes forecaster, {n} players", lambda n=n: bayes(n)
+        yield f"cycles, {n} players", lambda n=n: cycles(n)
 
 
 def warm_up(players=PLAYERS, report=print):
