@@ -49,7 +49,7 @@ def missing_modules(code):
 
 def test_every_page_with_python_has_its_snippets_found():
     assert any(blocks(page) for page in PAGES)
-    assert len(blocks(REPO / "README.md")) >= 5
+    assert len(blocks(REPO / "README.md")) >= 2
 
 
 @pytest.mark.parametrize("page, number", list(snippets()))
