@@ -1,7 +1,7 @@
 """Check the published raw run outputs against runs/MANIFEST.tsv (standard library only).
 
     python runs/verify.py                  # every file: its size and both checksums
-    python runs/verify.py --unpack FILE    # also write FILE.json.xz's content beside it, as FILE.json
+    python runs/verify.py --unpack FILE    # also write FILE (NAME.json.xz)'s content to ./NAME.json
 
 MANIFEST.tsv has one row per file: its path under runs/, its size in bytes, the sha256 of
 the compressed file, the size and sha256 of its content (the JSON the command wrote) and
@@ -46,7 +46,10 @@ def problems(row):
         found.append(f"{row['file']}: {len(packed)} bytes, the manifest says {row['bytes']}")
     if hashlib.sha256(packed).hexdigest() != row["sha256"]:
         found.append(f"{row['file']}: sha256 differs from the manifest's")
-    data = content(path)
+    try:
+        data = content(path)
+    except lzma.LZMAError as error:
+        return [*found, f"{row['file']}: cannot be decompressed ({error})"]
     if len(data) != int(row["content_bytes"]):
         found.append(f"{row['file']}: content of {len(data)} bytes, the manifest says {row['content_bytes']}")
     if hashlib.sha256(data).hexdigest() != row["content_sha256"]:
@@ -55,9 +58,10 @@ def problems(row):
 
 
 def unlisted():
-    """Files under runs/ that the manifest does not list (besides this script, the manifest
-    and the README)."""
+    """Files under runs/ that the manifest does not list (besides this script, the manifest,
+    the README and the content of a listed file, unpacked beside it)."""
     listed = {row["file"] for row in rows()}
+    listed |= {name.removesuffix(".xz") for name in listed}
     own = {"verify.py", "MANIFEST.tsv", "README.md"}
     files = (p.relative_to(RUNS).as_posix() for p in RUNS.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     return sorted(name for name in files if name not in listed and name not in own)
@@ -65,7 +69,9 @@ def unlisted():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Check runs/ against runs/MANIFEST.tsv.")
-    parser.add_argument("--unpack", metavar="FILE", action="append", default=[], help="also write FILE's content")
+    parser.add_argument(
+        "--unpack", metavar="FILE", action="append", default=[], help="also write FILE's content in this folder"
+    )
     args = parser.parse_args(argv)
     found = [problem for row in rows() for problem in problems(row)]
     found += [f"{name}: not in {MANIFEST.name}" for name in unlisted()]
@@ -78,8 +84,8 @@ def main(argv=None):
         if path.suffix != ".xz":
             print(f"runs/verify.py: --unpack: {name} is not a .xz file", file=sys.stderr)
             return 1
-        path.with_suffix("").write_bytes(content(path))
-        print(f"{path.with_suffix('')} written")
+        Path(path.with_suffix("").name).write_bytes(content(path))
+        print(f"{path.with_suffix('').name} written")
     print(f"{len(rows())} files match {MANIFEST.name}")
     return 0
 
