@@ -180,14 +180,58 @@ def test_beggar_cycles_grow_writes_its_levels(tmp_path, small_cycles):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--census" in refused.stderr
 
 
+REPO = Path(__file__).resolve().parents[1]
+GROWTH_SAMPLE = REPO / "tests" / "data" / "grow-sample.json"  # of the large growths in runs/cycles/
+
+
+def growth_sample(record):
+    """The sample of a growth file that ``tests/data/grow-sample.json`` holds: the file's
+    settings and every level's figures, with the level's first kept cycle and, for the
+    last level that kept any, all of them (the cycles the growth ended with)."""
+    last = max((i for i, level in enumerate(record["levels"]) if level["kept"]), default=-1)
+    return {
+        **{name: value for name, value in record.items() if name not in ("starts", "levels")},
+        "levels": [
+            {**level, "kept": level["kept"] if i == last else level["kept"][:1]}
+            for i, level in enumerate(record["levels"])
+        ],
+    }
+
+
+def assert_replays(kept):
+    """Each cycle is a cycle: the engine plays its key round it, with the period written."""
+    for cycle in kept:
+        replayed = census.cycle_of(cycle["key"])
+        assert (replayed.key, replayed.cards, replayed.tricks) == (cycle["key"], cycle["cards"], cycle["tricks"])
+
+
 def test_every_published_growth_replays():
-    """Each cycle the published growths kept (docs/cycles/grow-*.json; a sample of the big
-    ones) is a cycle: the engine plays its key round it, with the period written."""
-    paths = sorted((Path(__file__).resolve().parents[1] / "docs" / "cycles").glob("grow-*.json"))
+    """Each cycle kept by the growths published in docs/cycles/ (a sample of the bigger
+    ones), and each cycle of the sample of the large growths in runs/cycles/."""
+    paths = sorted((REPO / "docs" / "cycles").glob("grow-*.json"))
     assert len(paths) >= 4
     for path in paths:
         record = json.loads(path.read_text(encoding="utf-8"))
         kept = [cycle for level in record["levels"] for cycle in level["kept"]]
-        for cycle in kept[:: max(1, len(kept) // 200)]:
-            replayed = census.cycle_of(cycle["key"])
-            assert (replayed.key, replayed.cards, replayed.tricks) == (cycle["key"], cycle["cards"], cycle["tricks"])
+        assert_replays(kept[:: max(1, len(kept) // 200)])
+    samples = json.loads(GROWTH_SAMPLE.read_text(encoding="utf-8"))
+    assert len(samples) >= 3
+    for sample in samples.values():
+        assert_replays([cycle for level in sample["levels"] for cycle in level["kept"]])
+
+
+@pytest.mark.slow
+def test_every_large_published_growth_replays():
+    """The large growths in runs/cycles/ (xz), as the manifest lists them: the sample in
+    tests/data is theirs, and a sample of 200 of each one's kept cycles replays."""
+    import lzma
+
+    rows = (REPO / "runs" / "MANIFEST.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    names = [row.split("\t")[0] for row in rows if row.split("\t")[0].startswith("cycles/grow-")]
+    samples = json.loads(GROWTH_SAMPLE.read_text(encoding="utf-8"))
+    assert sorted(samples) == sorted(names) and len(names) >= 3
+    for name in names:
+        record = json.loads(lzma.decompress((REPO / "runs" / name).read_bytes()))
+        assert samples[name] == growth_sample(record), name
+        kept = [cycle for level in record["levels"] for cycle in level["kept"]]
+        assert_replays(kept[:: max(1, len(kept) // 200)])
