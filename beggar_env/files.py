@@ -213,10 +213,15 @@ def read_json(path, schema=None) -> dict:
 
 def check_schema(record, schema, where):
     """``ValueError`` naming ``where`` and the first place where ``record`` breaks ``schema``
-    (JSON Schema, checked by ``jsonschema``)."""
+    (JSON Schema, checked by ``jsonschema``; an ``integer`` is written as one: ``2.0`` is
+    not, though JSON Schema would take it)."""
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(record))
+    strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=strict)
+    error = jsonschema.exceptions.best_match(validator(schema).iter_errors(record))
     if error is not None:
         message = error.message if len(error.message) <= MESSAGE else error.message[:MESSAGE] + "..."
         raise ValueError(f"{where}: {error.json_path}: {message}".replace("\n", " "))
@@ -265,8 +270,11 @@ def exclusive(path):
     fd = _locked(fcntl, lock, path)
     _HELD.add(lock)
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as error:  # a full disk: say which file could not be written
+            raise _naming(error, path) from None
         yield
     finally:
         _HELD.discard(lock)

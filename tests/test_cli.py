@@ -233,20 +233,63 @@ def test_warmup_runs_every_part_and_says_where_the_cache_is(capsys):
     lines = capsys.readouterr().out.splitlines()
     names = [name for name, _ in warmup.parts((3,))]
     assert [line.rsplit(":", 1)[0] for line in lines[:-1]] == names and len(names) >= 5
-    assert all(name.endswith("3 players") for name in names)
+    assert all(name.endswith("3 players") for name in names) and "cycles, 3 players" in names
     assert lines[-1].startswith("every part is compiled") and str(jit.CACHE_FOLDER) in lines[-1]
     assert not warmup.cache_is_empty()
 
 
-def test_every_option_with_a_default_says_it_in_its_help():
+def subcommands(parser, words=("beggar",)):
+    """Every command and subcommand parser below ``parser``, with the words that name it."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                yield (*words, name), command
+                yield from subcommands(command, (*words, name))
+
+
+def test_every_command_has_a_description_and_every_option_with_a_default_says_it_in_its_help():
     import argparse
 
     from beggar_env.cli import commands
 
-    parser = commands.build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     quiet = (None, False, [], argparse.SUPPRESS)  # nothing to say: no value, a flag, a repeatable option
-    for name, command in commands.items():
+    found = dict(subcommands(commands.build_parser()))
+    assert ("beggar", "cycles", "census") in found and ("beggar", "cycles", "grow") in found
+    for words, command in found.items():
+        assert command.description, " ".join(words)
         for action in command._actions:
             if action.default not in quiet and action.help is not None and action.option_strings:
-                assert "default" in action.help, f"beggar {name} {action.option_strings[0]}: {action.help}"
+                assert "default" in action.help, f"{' '.join(words)} {action.option_strings[0]}: {action.help}"
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["play", "-A/-Q", "--max-card", "10"], "unrecognised arguments: '--max-card 10'"),
+        (["simulate", "--games", "+5"], "not a whole number: '+5'"),
+        (["simulate", "--games", " 7 "], "not a whole number: ' 7 '"),
+        (["simulate", "--games", "5_0"], "not a whole number: '5_0'"),
+        (["simulate", "--games", "-3"], "must be between 1 and 9,223,372,036,854,775,807, not -3"),
+        (["search", "--out", "f", "--minutes", "+1"], "not a number: '+1'"),
+        (["search", "--out", "f", "--minutes", " 1"], "not a number: ' 1'"),
+        (["cycles", "grow", "--deal", "-A/-Q", "--slack", "inf"], "not a number: 'inf'"),
+        (["cycles", "grow", "--deal", "-A/-Q", "--slack", "1e999"], "must be a number >= 0, not '1e999'"),
+    ],
+)
+def test_a_bad_command_line_is_one_line_in_the_words_it_was_given(args, words, capsys):
+    from beggar_env import cli
+
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_a_deck_may_start_with_a_numeral():
+    from beggar_env.cli import commands
+
+    args = commands.parse_args(["cycles", "census", "--source", "every", "--deck", "-JQK", "--players", "3"])
+    assert (args.deck, args.players) == ("-JQK", 3)
+    args = commands.parse_args(["cycles", "grow", "--deal", "--J-/K-J-", "--deck", "--JJKK--"])
+    assert (args.deal, args.deck) == (["--J-/K-J-"], "--JJKK--")

@@ -6,9 +6,12 @@ every arrangement made by plain recursion, every game played by the independent 
 the canonical key taken as ``docs/cycles.md`` defines it. The deals ``docs/cycles.md``
 publishes (``docs/cycles-deals.tsv``) are replayed into their cycles."""
 
+import copy
 import csv
 import itertools
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,7 @@ import pytest
 from reference import play_reference
 
 import beggar_env
+from beggar_env.cli.options import COMPILE_NOTICE
 from beggar_env.cycles import census, reconstruct
 
 REPO = Path(__file__).resolve().parents[1]
@@ -286,3 +290,204 @@ def test_a_census_resumed_from_its_partial_record_is_the_whole(tmp_path):
     for args in (["--deck", deck, "--resume"], ["--deck", deck, "--out", "c", "--resume"], ["--out", "c", "--resume"]):
         bad = run_cli("cycles", "census", "--source", "every", *args, cwd=tmp_path)
         assert bad.returncode == 2 and len(error_lines(bad)) == 1, bad.stderr
+
+
+# ----------------------------------------------------------- counts past int64
+
+
+def unranked(counts, index):
+    """Arrangement ``index`` of a deck (counts per class), in lexicographic order: the
+    plain way, one class at a time, in Python integers."""
+    counts, order = list(counts), []
+    for _ in range(sum(counts)):
+        for c, k in enumerate(counts):
+            if k:
+                counts[c] -= 1
+                ways = math.factorial(sum(counts)) // math.prod(math.factorial(j) for j in counts)
+                if index < ways:
+                    order.append(c)
+                    break
+                index -= ways
+                counts[c] += 1
+    return order
+
+
+STANDARD_COUNTS = (36, 4, 4, 4, 4)
+
+
+def test_the_standard_deck_has_its_exact_number_of_deals():
+    expected = math.comb(52, 4) * math.comb(48, 4) * math.comb(44, 4) * math.comb(40, 4)
+    assert census.arrangements(census.STANDARD_DECK) == expected == 653_534_134_886_878_245_000
+    forty = "J" * 4 + "Q" * 4 + "K" * 4 + "A" * 4 + "-" * 24  # was negative in int64
+    assert census.arrangements(forty) == math.factorial(40) // (math.factorial(24) * math.factorial(4) ** 4) > 0
+
+
+def census_by_hand(counts, first, n):
+    """games, ended, longest cards and its index of positions ``first ..`` of ``every``,
+    each unranked here and played by the engine's ``play``."""
+    longest, index, ended = 0, -1, 0
+    for i in range(first, first + n):
+        order = unranked(counts, i)
+        symbols = "".join("-JQKA"[c] for c in order)
+        half = (len(order) + 1) // 2
+        result = beggar_env.play(symbols[:half] + "/" + symbols[half:])
+        if result.outcome == "win":
+            ended += 1
+            if result.cards > longest:
+                longest, index = result.cards, i
+    return n, ended, longest, index
+
+
+@pytest.mark.parametrize("first", [0, 2**63 + 12_345, 10**20, census.arrangements(census.STANDARD_DECK) - 40])
+def test_deals_of_the_standard_deck_past_int64_are_the_ones_their_index_names(first):
+    got = census.census(2, "every", first=first, n=40, threads=1)
+    assert (got.games, got.ended, got.longest_cards, got.longest_index) == census_by_hand(STANDARD_COUNTS, first, 40)
+
+
+def test_a_range_across_two_of_the_compiled_codes_blocks_is_played_in_order():
+    counts = census.deck_counts(census.STANDARD_DECK)
+    prefix, rest, local, size = next(census._blocks(counts, 10**20, 1))
+    boundary = 10**20 - local + size  # the first position of the next block
+    assert len(list(census._blocks(counts, boundary - 20, 40))) == 2
+    got = census.census(2, "every", first=boundary - 20, n=40, threads=1)
+    assert (got.games, got.ended, got.longest_cards, got.longest_index) == census_by_hand(
+        STANDARD_COUNTS, boundary - 20, 40
+    )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: census.census(2, "every"), "more than one census counts"),
+        (lambda: census.census(2, "every", first=2**70, n=1, deck="JQ--"), "first must be between 0 and 12"),
+        (lambda: census.census(2, "random", first=2**63 - 1, n=2), "first [+] n must be at most"),
+        (lambda: census.census(2, "random", first=2**63, n=1), "first must be between"),
+        (lambda: census.census(2, "every", deck="JQ--", resume=True), "resume needs the file"),
+        (lambda: census.census(2, "every", deck="JQ--", resume=1), "resume must be True or False"),
+    ],
+)
+def test_counts_that_do_not_fit_are_refused_not_wrapped(call, message):
+    with pytest.raises(ValueError if "True or False" not in message else TypeError, match=message):
+        call()
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--source", "every"], "give --positions N (and --first I)"),
+        (["--source", "random"], "--positions N: a random census needs a number of positions"),
+        (["--positions", "2", "--first", str(2**63)], "--first must be between"),
+        (["--positions", "2", "--first", str(2**63 - 2)], "first + n must be at most"),
+        (["--source", "every", "--deck", "JQ--", "--positions", "13"], "has 12 deals"),
+        (["--source", "every", "--deck", "JQZ"], "--deck: unknown symbol 'Z'"),
+        (["--source", "every", "--deck", "JQ--", "--resume"], "--resume needs --out"),
+    ],
+)
+def test_the_census_command_refuses_in_one_line_naming_its_flags(args, words, capsys):
+    from beggar_env import cli
+
+    assert cli.main(["cycles", "census", "--no-progress", *args]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(COMPILE_NOTICE)]
+    assert len(err) == 1 and words in err[0], err
+
+
+# ------------------------------------------------------------ the census's file
+
+SMALL_DECK = "JJQQK" + "-" * 7  # 23,760 deals: two compiled calls on one thread
+
+
+def test_a_census_writes_its_file_and_refuses_to_replace_it(tmp_path):
+    path = tmp_path / "c.json"
+    got = census.census(2, "every", deck=SMALL_DECK, out=path, threads=1)
+    record = census.read(path)
+    assert census.Census.from_record(record) == got == census.census(2, "every", deck=SMALL_DECK)
+    assert record["complete"] and record["done"] is None and record["games"] == 23_760
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="exists: continue an unfinished census"):
+        census.census(2, "every", deck=SMALL_DECK, out=path)
+    with pytest.raises(ValueError, match="is complete: nothing to continue"):
+        census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
+
+
+def test_an_interrupted_census_keeps_what_it_played_and_resumes_to_the_whole(tmp_path):
+    path = tmp_path / "c.json"
+
+    def stop(done, n):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        census.census(2, "random", deck=SMALL_DECK, n=40_000, seed=7, threads=1, out=path, progress=stop)
+    record = census.read(path)
+    assert not record["complete"] and record["done"] == record["games"] == census.CHUNK
+    with pytest.raises(ValueError, match="other settings: positions"):
+        census.census(2, "random", deck=SMALL_DECK, n=40_001, seed=7, out=path, resume=True)
+    with pytest.raises(ValueError, match="other settings: seed"):
+        census.census(2, "random", deck=SMALL_DECK, n=40_000, seed=8, out=path, resume=True)
+    resumed = census.census(2, "random", deck=SMALL_DECK, n=40_000, out=path, resume=True, threads=1)
+    whole = census.census(2, "random", deck=SMALL_DECK, n=40_000, seed=7)
+    assert resumed == whole and resumed.seed == 7 and census.read(path)["complete"]
+
+
+def a_partial_record(tmp_path):
+    """An unfinished census's file (the first 16,384 positions of ``SMALL_DECK``), its path."""
+    parts = []
+    keep = lambda part, done: parts.append(copy.deepcopy(part))  # noqa: E731
+    census.census(2, "every", deck=SMALL_DECK, n=20_000, threads=1, partial=keep)
+    record = parts[0].record(dict(players=2, source="every", deck=SMALL_DECK, first=0, positions=None), 16_384)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(record))
+    return path, record
+
+
+def test_a_resumed_census_is_the_whole_and_a_second_writer_is_refused(tmp_path):
+    path, _ = a_partial_record(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from beggar_env import files\n"
+         "with files.exclusive(sys.argv[1]):\n print('held', flush=True); input()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        before = path.read_bytes()
+        with pytest.raises(beggar_env.files.InUse, match="is being written by another run"):
+            census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
+        assert path.read_bytes() == before
+    finally:
+        holder.communicate("\n", timeout=60)
+    got = census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
+    assert got == census.census(2, "every", deck=SMALL_DECK) and census.read(path)["complete"]
+
+
+def mutations():
+    """Ways to spoil an unfinished census's record, and the words that name what is wrong."""
+    yield lambda r: r.update(done=True), "True is not of type 'integer', 'null'"
+    yield lambda r: r.update(done=-1), "$.done"
+    yield lambda r: r.update(done=r["done"] + 1), "done (16,385) must equal games (16,384)"
+    yield lambda r: r.update(complete=True), "complete is True but done is 16384"
+    yield lambda r: r.update(games="many"), "$.games"
+    yield lambda r: r.update(ended=r["ended"] + 1), "add up to no games"
+    yield lambda r: r.pop("longest"), "'longest' is a required property"
+    yield lambda r: r["longest"].update(index=-2), "$.longest.index"
+    yield lambda r: r.update(cycles={}), "$.cycles"
+    yield lambda r: r.update(cycles=[{"key": "J/Z", "cards": 1, "tricks": 1, "reached": 1}]), "$.cycles[0].key"
+    yield lambda r: r.update(kind="beggar-cycles-grow"), "$.kind"
+    yield lambda r: r.update(seed=2**64), "$.seed"
+    yield lambda r: r.update(players=2.0), "$.players"
+    yield lambda r: r.update(seconds=float("nan")), "cannot be read as JSON"
+
+
+@pytest.mark.parametrize("spoil, words", list(mutations()))
+def test_a_spoilt_file_is_refused_in_one_line_naming_what_is_wrong(tmp_path, spoil, words, capsys):
+    from beggar_env import cli
+
+    path, record = a_partial_record(tmp_path)
+    spoil(record)
+    path.write_text(json.dumps(record))
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=re.escape(words)):
+        census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
+    status = cli.main(["cycles", "census", "--source", "every", "--deck", SMALL_DECK, "--out", str(path), "--resume"])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(COMPILE_NOTICE)]
+    assert status == 2 and len(err) == 1 and words in err[0], err
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]

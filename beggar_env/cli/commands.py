@@ -70,15 +70,17 @@ def parse_args(argv):
     argv = _attach_values(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
-    extras.sort(
-        key=lambda word: argv.index(word) if word in argv else len(argv)
-    )  # as given, not as argparse found them
+
+    def in_order(words):  # as given, not as argparse found them
+        return sorted(words, key=lambda word: argv.index(word) if word in argv else len(argv))
+
+    extras = in_order(extras)
     if args.command is None:
         if extras:
             raise UsageError(f"beggar: unrecognised arguments: {checks.excerpt(' '.join(extras))} (see beggar --help)")
         raise UsageError(parser.format_help().rstrip())
     if args.command == "play":
-        words = ([] if args.deal is None else [args.deal]) + extras
+        words = in_order(([] if args.deal is None else [args.deal]) + extras)
         deals = [word for word in words if "/" in word or not word.strip("-JQKAjqka")]
         if not words:
             raise UsageError("beggar play: a deal is required, e.g. beggar play '-A--Q/----K-J'")

@@ -535,7 +535,7 @@ def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend
     """``before`` and the census of ``job``'s positions ``first .. first + n - 1``, written
     to the checkpoints' file as it goes, when interrupted, and at the end."""
     started = time.perf_counter()
-    result, done = Census(), 0
+    result, done = Census(seed=job.seed), 0
 
     def so_far():
         whole = Census(seed=job.seed)
