@@ -383,3 +383,64 @@ def test_a_ray_workers_own_error_arrives_as_itself_in_one_line(ray_cluster):
             list(workers.unordered([(7,)]))
     assert type(raised.value) is OSError and raised.value.errno == errno.ENOSPC
     assert str(raised.value) == "[Errno 28] writing shard 7 failed: No space left on device"
+
+
+def test_a_search_that_fails_before_its_first_game_leaves_no_file(tmp_path, monkeypatch):
+    from beggar_env.search import searchers
+
+    def fail(*args, **kwargs):
+        raise OSError(errno.EIO, "the workers failed")
+
+    out = tmp_path / "f.jsonl"
+    monkeypatch.setattr(searchers.SearchJob, "run", fail)
+    with pytest.raises(OSError, match="the workers failed"):
+        search(2, deals=100, seed=1, out=out)
+    assert list(tmp_path.iterdir()) == []  # a new file that would hold nothing is not made
+    monkeypatch.undo()
+    search(2, deals=100, seed=1, out=out)
+    before = out.read_text()
+    monkeypatch.setattr(searchers.SearchJob, "run", fail)
+    with pytest.raises(OSError, match="the workers failed"):
+        search(2, deals=200, seed=1, out=out, resume=True)
+    assert [json.loads(line)["deals_done"] for line in out.read_text().splitlines()[1:2]] == [100]
+    assert before.splitlines()[2:] == out.read_text().splitlines()[2:]  # every find kept
+
+
+@pytest.mark.slow
+def test_a_search_on_an_unreachable_ray_cluster_leaves_no_file(tmp_path):
+    pytest.importorskip("ray")
+    run = beggar("search", "--deals", "10", "--out", "f.jsonl", "--ray", "127.0.0.1:9", "--no-progress", cwd=tmp_path)
+    one_line(run, 1, "cannot reach the Ray cluster at 127.0.0.1:9")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_while_taking_a_lock_names_the_file(tmp_path, monkeypatch):
+    def no_room(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files.os, "write", no_room)
+    with pytest.raises(OSError, match=f"writing {tmp_path / 'f.jsonl'} failed: No space left on device"):
+        with files.exclusive(tmp_path / "f.jsonl"):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_link_to_a_file_in_use_is_refused_as_the_file_is(tmp_path):
+    out, link = tmp_path / "finds.jsonl", tmp_path / "link.jsonl"
+    search(2, deals=20, seed=1, out=out)
+    link.symlink_to(out)
+    with Holder(out) as holder:
+        with pytest.raises(files.InUse, match=f"is being written by another run .process {holder.pid}"):
+            search(2, deals=20, seed=2, out=link, resume=True)
+    search(2, deals=20, seed=2, out=link, resume=True)  # written through the link: it stays a link
+    assert link.is_symlink() and [json.loads(line)["seed"] for line in out.read_text().splitlines()[1:3]] == [1, 2]
+
+
+def test_a_split_name_too_long_for_a_folder_is_refused_before_any_work(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    with pytest.raises(ValueError, match="of 1 to 100"):
+        datasets.shards.parse_splits("a" * 101 + "=1")
+    status = cli.main(["dataset", "--games", "10", "--out", str(tmp_path / "d"), "--split", "a" * 300 + "=1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "--split" in err[0] and "warmup" not in err[0], err
+    assert list(tmp_path.iterdir()) == []

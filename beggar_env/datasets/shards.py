@@ -46,7 +46,7 @@ SPLIT_STREAM = 2**63  # the item of the seed's stream whose key draws the games'
 # --only parquet): writing is most of the cost of streaming.
 SAMPLE_OPTIONS = dict(compression="lz4", use_dictionary=False, write_statistics=["game"], write_batch_size=1 << 16)
 DEAL_OPTIONS = dict(compression="zstd")
-_SPLIT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # a folder's name (split=NAME), well within any file system's
 
 
 # --------------------------------------------------------------------------- the job
@@ -73,7 +73,7 @@ def parse_splits(split):
         raise TypeError(usage)
     names = [name for name, _ in pairs]
     if not all(isinstance(name, str) and _SPLIT_NAME.fullmatch(name) for name in names) or len(set(names)) < len(names):
-        raise ValueError(f"{usage}: split names are distinct words of letters, digits, '_', '.' or '-'")
+        raise ValueError(f"{usage}: split names are distinct words of letters, digits, '_', '.' or '-', of 1 to 100")
     fractions = [fraction for _, fraction in pairs]
     if not all(isinstance(f, (int, float)) and math.isfinite(f) and f > 0 for f in fractions):
         raise ValueError(f"{usage}: each fraction must be a number > 0")

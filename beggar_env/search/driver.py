@@ -320,11 +320,15 @@ class _Driver:
                 self.merge(done)
 
     def drive(self):
-        run = self.plan.run
+        run, path = self.plan.run, self.plan.store.path
+        new_file = path is not None and not os.path.exists(path)
         try:
             {"ray": self.run_ray, "cuda": self.run_cuda}.get(self.backend, self.run_local)()
-        finally:  # Ctrl-C, SIGTERM or an error: keep every find and how far the run got
-            self.save()
+        except BaseException:  # Ctrl-C, SIGTERM or an error: keep every find and how far the run got
+            if self.session_deals or not new_file:  # (a run that failed before its first game leaves no file)
+                self.save()
+            raise
+        self.save()
         return self.status(
             SearchReport,
             seed=run.seed,
