@@ -152,14 +152,14 @@ def test_the_fast_paths_count_what_the_plain_replay_counts(players):
     numerals) and the one-pass marking used when every other seat holds cards against the
     replay of every suffix from every first player, on positions of random games and
     random positions of any split."""
-    from beggar_env.cycles import census
+    from beggar_env.cycles import positions
 
     rows = []
     for deal in beggar_env.random_deals(30, players, seed=11):
         rows += positions_of_game(deal)[::3]
-    deck = np.repeat(np.arange(5, dtype=np.int8), census.deck_counts(census.STANDARD_DECK))
+    deck = np.repeat(np.arange(5, dtype=np.int8), positions.deck_counts(positions.STANDARD_DECK))
     cards, sizes = np.empty((3000, 52), np.int8), np.empty((3000, players), np.int32)
-    census.random_positions(np.uint64(4), deck, 0, cards, sizes)
+    positions.random_positions(np.uint64(4), deck, 0, cards, sizes)
     rows += [(c, s, 0) for c, s in zip(cards, sizes)]
     got = backward.counts(*(np.array(column) for column in zip(*rows)))
     want = [plain_replay_count(*row) for row in rows]

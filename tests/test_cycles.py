@@ -21,7 +21,7 @@ from reference import play_reference
 
 import beggar_env
 from beggar_env.cli.options import COMPILE_NOTICE
-from beggar_env.cycles import census, reconstruct
+from beggar_env.cycles import census, positions, reconstruct, records
 
 REPO = Path(__file__).resolve().parents[1]
 CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"
@@ -100,7 +100,7 @@ def test_the_census_of_every_deal_matches_a_brute_force(deck, players):
     got = census.census(players, "every", deck=deck)
     assert (got.games, got.ended, got.longest_cards) == (games, ended, longest)
     assert {k: [c.cards, c.tricks, c.reached] for k, c in got.cycles.items()} == cycles
-    assert games == census.arrangements(deck) and cycles
+    assert games == positions.arrangements(deck) and cycles
 
 
 def test_cycles_are_found_and_named_alike_from_every_position():
@@ -196,7 +196,7 @@ def test_every_deal_in_docs_replays_into_its_cycle():
     plays it into the cycle named, and the independent reference finds that it never ends,
     entering its cycle where the table says."""
     rows = published_deals()
-    standard = sorted(beggar_env.parse_deal(census.STANDARD_DECK + "/").classes())
+    standard = sorted(beggar_env.parse_deal(positions.STANDARD_DECK + "/").classes())
     by_players = {}
     for row in rows:
         deal = beggar_env.parse_deal(row["deal"])
@@ -317,9 +317,9 @@ STANDARD_COUNTS = (36, 4, 4, 4, 4)
 
 def test_the_standard_deck_has_its_exact_number_of_deals():
     expected = math.comb(52, 4) * math.comb(48, 4) * math.comb(44, 4) * math.comb(40, 4)
-    assert census.arrangements(census.STANDARD_DECK) == expected == 653_534_134_886_878_245_000
+    assert positions.arrangements(positions.STANDARD_DECK) == expected == 653_534_134_886_878_245_000
     forty = "J" * 4 + "Q" * 4 + "K" * 4 + "A" * 4 + "-" * 24  # was negative in int64
-    assert census.arrangements(forty) == math.factorial(40) // (math.factorial(24) * math.factorial(4) ** 4) > 0
+    assert positions.arrangements(forty) == math.factorial(40) // (math.factorial(24) * math.factorial(4) ** 4) > 0
 
 
 def census_by_hand(counts, first, n):
@@ -338,17 +338,17 @@ def census_by_hand(counts, first, n):
     return n, ended, longest, index
 
 
-@pytest.mark.parametrize("first", [0, 2**63 + 12_345, 10**20, census.arrangements(census.STANDARD_DECK) - 40])
+@pytest.mark.parametrize("first", [0, 2**63 + 12_345, 10**20, positions.arrangements(positions.STANDARD_DECK) - 40])
 def test_deals_of_the_standard_deck_past_int64_are_the_ones_their_index_names(first):
     got = census.census(2, "every", first=first, n=40, threads=1)
     assert (got.games, got.ended, got.longest_cards, got.longest_index) == census_by_hand(STANDARD_COUNTS, first, 40)
 
 
 def test_a_range_across_two_of_the_compiled_codes_blocks_is_played_in_order():
-    counts = census.deck_counts(census.STANDARD_DECK)
-    prefix, rest, local, size = next(census._blocks(counts, 10**20, 1))
+    counts = positions.deck_counts(positions.STANDARD_DECK)
+    prefix, rest, local, size = next(positions.blocks(counts, 10**20, 1))
     boundary = 10**20 - local + size  # the first position of the next block
-    assert len(list(census._blocks(counts, boundary - 20, 40))) == 2
+    assert len(list(positions.blocks(counts, boundary - 20, 40))) == 2
     got = census.census(2, "every", first=boundary - 20, n=40, threads=1)
     assert (got.games, got.ended, got.longest_cards, got.longest_index) == census_by_hand(
         STANDARD_COUNTS, boundary - 20, 40
@@ -399,7 +399,7 @@ SMALL_DECK = "JJQQK" + "-" * 7  # 23,760 deals: two compiled calls on one thread
 def test_a_census_writes_its_file_and_refuses_to_replace_it(tmp_path):
     path = tmp_path / "c.json"
     got = census.census(2, "every", deck=SMALL_DECK, out=path, threads=1)
-    record = census.read(path)
+    record = records.read_census(path)
     assert census.Census.from_record(record) == got == census.census(2, "every", deck=SMALL_DECK)
     assert record["complete"] and record["done"] is None and record["games"] == 23_760
     before = path.read_bytes()
@@ -418,7 +418,7 @@ def test_an_interrupted_census_keeps_what_it_played_and_resumes_to_the_whole(tmp
 
     with pytest.raises(KeyboardInterrupt):
         census.census(2, "random", deck=SMALL_DECK, n=40_000, seed=7, threads=1, out=path, progress=stop)
-    record = census.read(path)
+    record = records.read_census(path)
     assert not record["complete"] and record["done"] == record["games"] == census.CHUNK
     with pytest.raises(ValueError, match="other settings: positions"):
         census.census(2, "random", deck=SMALL_DECK, n=40_001, seed=7, out=path, resume=True)
@@ -426,7 +426,7 @@ def test_an_interrupted_census_keeps_what_it_played_and_resumes_to_the_whole(tmp
         census.census(2, "random", deck=SMALL_DECK, n=40_000, seed=8, out=path, resume=True)
     resumed = census.census(2, "random", deck=SMALL_DECK, n=40_000, out=path, resume=True, threads=1)
     whole = census.census(2, "random", deck=SMALL_DECK, n=40_000, seed=7)
-    assert resumed == whole and resumed.seed == 7 and census.read(path)["complete"]
+    assert resumed == whole and resumed.seed == 7 and records.read_census(path)["complete"]
 
 
 def a_partial_record(tmp_path):
@@ -456,7 +456,7 @@ def test_a_resumed_census_is_the_whole_and_a_second_writer_is_refused(tmp_path):
     finally:
         holder.communicate("\n", timeout=60)
     got = census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
-    assert got == census.census(2, "every", deck=SMALL_DECK) and census.read(path)["complete"]
+    assert got == census.census(2, "every", deck=SMALL_DECK) and records.read_census(path)["complete"]
 
 
 def mutations():

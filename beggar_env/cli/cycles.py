@@ -13,8 +13,9 @@ API_NAME = re.compile(r"^(\w+)(?=: | must | needs )")  # an argument's name, as 
 
 
 def add_parser(commands):
-    from ..cycles.census import SOURCES, STANDARD_DECK
+    from ..cycles.census import SOURCES
     from ..cycles.insertion import CHANGES
+    from ..cycles.positions import STANDARD_DECK
 
     c = commands.add_parser(
         "cycles",
@@ -153,14 +154,14 @@ def run(args):
 
 
 def _census(args):
-    from ..cycles import census
+    from ..cycles import census, positions
 
     if args.resume and args.out is None:
         raise UsageError("beggar cycles census: --resume needs --out, the file to continue")
     if args.source == "random" and args.positions is None:
         raise UsageError("beggar cycles census: --positions N: a random census needs a number of positions")
     if args.source == "every" and args.positions is None:
-        deals = census.arrangements(args.deck)
+        deals = positions.arrangements(args.deck)
         if deals - args.first > checks.MAX_COUNT:
             raise UsageError(
                 f"beggar cycles census: the deck has {deals:,} deals, more than one census counts (at most "

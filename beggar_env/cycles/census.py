@@ -8,29 +8,17 @@ the separator last (``-`` < ``J`` < ``Q`` < ``K`` < ``A`` < ``/``). So one key n
 cycle whichever position of it a game enters, and a cycle and its copy with the seats
 turned have one key. Its period is counted in cards and in tricks.
 
-Positions come from one of two sources, both counted by an index, so that any range of
-indices is the same work anywhere:
-
-* ``random``: position ``i`` is a deck (the standard one, or any given cards) shuffled by
-  ``core.derive_key(seed, i)`` and cut at random into hands of any sizes, seat 0 holding
-  at least one card and some other seat at least one; seat 0 leads;
-* ``every``: position ``i`` is the ``i``-th arrangement (in lexicographic order of card
-  classes) of a small deck, dealt as a game is (``docs/RULES.md``: hands as even as
-  possible, the first seats holding one more); so the indices ``0 .. arrangements - 1``
-  are every deal of that deck.
-
+Positions come from one of two sources, ``random`` (any split of a shuffled deck) and
+``every`` (every deal of a deck), each counted by an index (:mod:`~beggar_env.cycles.positions`).
 Each position is played by the engine to its end or its first repeat (``core.finish``);
 the census keeps, per range, how many games ended, the longest (cards, tricks, its index),
-and, for each game that never ends, its cycle's key and period. Counts and indices are
-Python integers: the standard deck has 653,534,134,886,878,245,000 deals, past int64, and
-the compiled code only ever sees what fits (see :func:`_blocks`).
+and, for each game that never ends, its cycle's key and period, in Python integers.
 
 A census may be written to a JSON file (``out``) as it runs, every half minute, and
 continued from there (``resume``): the file is the census's, locked for the run and
 replaced whole (:mod:`beggar_env.files`); ``beggar cycles census`` is this function.
 """
 
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -38,11 +26,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import prange
 
-from .. import __version__, checks, core, files
+from .. import __version__, checks, core
 from ..core import Outcome
 from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
-from . import records
+from . import positions, records
 
 SOURCES = ("random", "every")
 BACKENDS = ("local", "ray")
@@ -50,119 +38,7 @@ SEPARATOR = 5  # between hands in a key (after the five classes)
 KEY_SYMBOLS = core.CLASS_SYMBOLS + "/"
 CHUNK = 1 << 14  # positions per parallel task and compiled call
 RAY_TASK_POSITIONS = 1 << 17  # positions per task of a census on Ray (a second or so of one core)
-CHECKPOINT_SECONDS = 30  # how often a census with ``out`` is written while it runs
 KIND = records.kind("census")
-SETTINGS = ("players", "source", "deck", "first", "positions")  # a resumed census must be run with these
-_WHOLE = {"type": "integer", "minimum": 0}
-SCHEMA = {  # the file of a census (Census.record), as read()/resume check it
-    "type": "object",
-    "required": ["kind", *SETTINGS, "seed", "seconds", "done", "complete", "games", "ended", "longest", "cycles"],
-    "properties": {
-        "kind": {"const": KIND},
-        "players": {"type": "integer", "minimum": 2, "maximum": 4},
-        "source": {"enum": list(SOURCES)},
-        "deck": {"type": "string", "pattern": "^[-JQKAjqka]+$"},
-        "first": _WHOLE,
-        "positions": {"type": ["integer", "null"], "minimum": 0},
-        "seed": {"type": "integer", "minimum": 0, "maximum": checks.MAX_SEED},
-        "seconds": {"type": "number", "minimum": 0},
-        "done": {"type": ["integer", "null"], "minimum": 0},
-        "complete": {"type": "boolean"},
-        "games": _WHOLE,
-        "ended": _WHOLE,
-        "longest": {
-            "type": "object",
-            "required": ["cards", "tricks", "index"],
-            "properties": {"cards": _WHOLE, "tricks": _WHOLE, "index": {"type": "integer", "minimum": -1}},
-        },
-        "cycles": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["key", "cards", "tricks", "reached"],
-                "additionalProperties": False,
-                "properties": {
-                    "key": {"type": "string", "pattern": "^[-JQKA/]+$"},
-                    "cards": {"type": "integer", "minimum": 1},
-                    "tricks": {"type": "integer", "minimum": 1},
-                    "reached": {"type": "integer", "minimum": 1},
-                },
-            },
-        },
-    },
-}
-
-
-# ------------------------------------------------------------------------- positions
-
-
-@jit
-def multinomial(counts):
-    """How many arrangements a deck with ``counts[c]`` cards of class ``c`` has, in int64:
-    for the decks :func:`_blocks` hands it, whose count times their size fits."""
-    total = 0
-    result = np.int64(1)
-    for c in range(counts.shape[0]):
-        for k in range(1, counts[c] + 1):
-            total += 1
-            result = result * total // k
-    return result
-
-
-@jit
-def arrangement(counts, index, out):
-    """The ``index``-th arrangement of the deck ``counts`` in lexicographic order of card
-    classes, written to ``out`` (top card first)."""
-    left = counts.copy()
-    n = out.shape[0]
-    ways = multinomial(left)
-    for j in range(n):
-        for c in range(left.shape[0]):
-            if left[c] == 0:
-                continue
-            with_c = ways * left[c] // (n - j)  # arrangements of the rest once c is placed here
-            if index < with_c:
-                out[j] = c
-                left[c] -= 1
-                ways = with_c
-                break
-            index -= with_c
-
-
-@jit
-def dealt_sizes(n_cards, n_players, sizes):
-    """Hand sizes as a game deals ``n_cards`` cards: as even as possible, the first seats one more."""
-    for p in range(n_players):
-        sizes[p] = n_cards // n_players + (1 if p < n_cards % n_players else 0)
-
-
-@jit
-def random_position(key, deck, cards, sizes):
-    """Position of key ``key``: ``deck`` (classes) shuffled, cut into hands of random
-    sizes (seat 0 and some other seat holding cards), written to ``cards`` and ``sizes``."""
-    n = deck.shape[0]
-    n_players = sizes.shape[0]
-    for k in range(n):
-        cards[k] = deck[k]
-    core.shuffle(key, cards, n)
-    z = core.mix64(key ^ np.uint64(0xC0FFEE))
-    cut = 1 + np.int64(z % np.uint64(n - 1))  # seat 0: 1 .. n - 1 cards
-    left = n - cut
-    sizes[0] = cut
-    for p in range(1, n_players - 1):
-        z = core.mix64(z + np.uint64(p))
-        sizes[p] = np.int64(z % np.uint64(left + 1))
-        left -= sizes[p]
-    sizes[n_players - 1] = left
-
-
-@jit(parallel=True)
-def random_positions(seed, deck, first, cards, sizes):
-    """Positions ``first .. first + len(cards) - 1`` of the ``random`` source (seat 0 leads)."""
-    for i in prange(cards.shape[0]):
-        random_position(core.derive_key(seed, first + i), deck, cards[i], sizes[i])
-
-
 # ------------------------------------------------------------------------------ keys
 
 
@@ -224,18 +100,18 @@ def _place(source, seed, deck, counts, index, cards, sizes):
     """Position ``index`` of the source; for ``every``, the arrangement ``index`` of the
     cards ``counts`` after the ``len(deck)`` cards ``deck`` (a block's prefix)."""
     if source == 0:
-        random_position(core.derive_key(seed, index), deck, cards, sizes)
+        positions.random_position(core.derive_key(seed, index), deck, cards, sizes)
     else:
         fixed = deck.shape[0]
         cards[:fixed] = deck
-        arrangement(counts, index, cards[fixed:])
-        dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
+        positions.arrangement(counts, index, cards[fixed:])
+        positions.dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
 
 
 @jit(parallel=True)
 def census_range(source, seed, deck, counts, first, n, work, results, keys, periods, stats):
     """Play positions ``first .. first + n - 1`` of a source (0 random, 1 every: then
-    ``deck`` is the prefix of a block and ``counts`` its other cards, :func:`_blocks`) in
+    ``deck`` is the prefix of a block and ``counts`` its other cards, :func:`positions.blocks`) in
     chunks, one per row of ``work`` (``core.new_work``'s) and ``results`` (one record
     each). Per chunk ``c``, ``stats[c]``: games, ended, longest cards, its tricks, its
     index; per position ``i`` that cycles, ``keys[i]`` its cycle's key and ``periods[i]``
@@ -315,7 +191,7 @@ class Census:
 
     @classmethod
     def from_record(cls, record: dict) -> "Census":
-        """A census from its record (:func:`read`, ``beggar cycles census --out``'s JSON)."""
+        """A census from its record (:func:`records.read_census`, ``beggar cycles census --out``'s JSON)."""
         longest = record["longest"]
         result = cls(record["games"], record["ended"], longest["cards"], longest["tricks"], longest["index"])
         result.seconds, result.seed = record["seconds"], record["seed"]
@@ -324,7 +200,7 @@ class Census:
         return result
 
     def record(self, settings: dict, done=None) -> dict:
-        """The census as its file holds it: ``settings`` (:data:`SETTINGS`), its seed, and
+        """The census as its file holds it: ``settings`` (``records.CENSUS_SETTINGS``), its seed, and
         ``done``, the positions played so far of an unfinished census (None: complete)."""
         return {
             "kind": KIND,
@@ -348,84 +224,11 @@ class Census:
         return dict(sorted(table.items()))
 
 
-def deck_counts(deck) -> np.ndarray:
-    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``)."""
-    if not isinstance(deck, str):
-        raise TypeError(f"deck must be a string of compact symbols (- J Q K A), not {type(deck).__name__}")
-    counts = np.zeros(core.N_CLASSES, np.int64)
-    for symbol in deck:
-        if symbol.upper() not in core.CLASS_SYMBOLS:
-            raise ValueError(f"deck: unknown symbol {symbol!r} in {checks.excerpt(deck)} (compact symbols: - J Q K A)")
-        counts[core.CLASS_SYMBOLS.index(symbol.upper())] += 1
-    if counts.sum() < 2:
-        raise ValueError(f"deck must have at least 2 cards, not {int(counts.sum())}")
-    if counts.sum() > core.DECK_SIZE:
-        raise ValueError(f"deck must have at most {core.DECK_SIZE} cards, not {int(counts.sum())}")
-    return counts
-
-
-STANDARD_DECK = "-" * 36 + "JJJJQQQQKKKKAAAA"
-
-
-def _count(counts) -> int:
-    """How many arrangements the cards ``counts`` have, exactly (a Python int)."""
-    result = math.factorial(int(sum(counts)))
-    for k in counts:
-        result //= math.factorial(int(k))
-    return result
-
-
-def arrangements(deck) -> int:
-    """How many deals a deck has (its arrangements: the size of the ``every`` source), a
-    Python int, exact for any deck (653,534,134,886,878,245,000 for the standard one)."""
-    return _count(deck_counts(deck))
-
-
-def _blocks(counts, first, n):
-    """The positions ``first .. first + n - 1`` of the ``every`` source, as blocks the
-    compiled code can count: (prefix, rest, local first, m), where the arrangements
-    ``local first .. local first + m - 1`` of the cards ``rest`` (few enough that their
-    count times their number fits int64), after the fixed cards ``prefix``, are those
-    positions in order. A deck whose deals fit has one block, of an empty prefix."""
-    left = np.array(counts, np.int64)
-    prefix, index, ways = [], first, _count(left)
-    while ways * int(left.sum()) > checks.MAX_COUNT:  # too many for int64: fix the top card
-        for c in range(core.N_CLASSES):
-            with_c = ways * int(left[c]) // int(left.sum())
-            if index < with_c:
-                prefix.append(c)
-                left[c] -= 1
-                ways = with_c
-                break
-            index -= with_c
-    m = min(n, ways - index)
-    yield np.array(prefix, np.int8), left, index, m
-    if m < n:
-        yield from _blocks(counts, first + m, n - m)
-
-
-def read(path) -> dict:
-    """The census record in ``path`` (:meth:`Census.record`), checked: ``ValueError``
-    naming the file and what is wrong."""
-    record = files.read_json(path, SCHEMA)
-    where = os.fspath(path)
-    if record["complete"] != (record["done"] is None):
-        raise ValueError(f"{where}: complete is {record['complete']} but done is {record['done']}")
-    if record["done"] is not None and record["done"] != record["games"]:
-        raise ValueError(f"{where}: done ({record['done']:,}) must equal games ({record['games']:,})")
-    reached = sum(cycle["reached"] for cycle in record["cycles"])
-    if record["ended"] + reached != record["games"]:
-        raise ValueError(
-            f"{where}: ended ({record['ended']:,}) and the cycles' reached ({reached:,}) add up to no games"
-        )
-    return record
-
-
 def census(
     n_players,
     source="random",
     *,
-    deck=STANDARD_DECK,
+    deck=positions.STANDARD_DECK,
     first=0,
     n=None,
     seed=None,
@@ -452,7 +255,7 @@ def census(
     goes on from where it stopped; the census of the rest added to it is the whole."""
     n_players = checks.n_players(n_players)
     source = checks.choice("source", source, SOURCES)
-    counts = deck_counts(deck)
+    counts = positions.deck_counts(deck)
     given_n = n
     first, n = _range(source, counts, deck, first, n)
     settings = dict(players=n_players, source=source, deck=deck, first=first, positions=None if given_n is None else n)
@@ -470,13 +273,13 @@ def census(
     with records.output(out) as path:  # a second run on the file is refused: the last writer would lose the census
         before, done, seed = _start(path, resume, settings, seed)
         job = _RangeJob(n_players, source, deck, seed)
-        return _played(job, counts, first + done, n - done, before, _Checkpoints(path, settings, done), **run)
+        return _played(job, counts, first + done, n - done, before, records.Checkpoints(path, settings, done), **run)
 
 
 def _range(source, counts, deck, first, n):
     """``first`` and ``n`` checked: Python ints, within the source."""
     if source == "every":
-        total = _count(counts)
+        total = positions.count(counts)
         first = checks.integer("first", first, 0, total)
         if n is None and total - first > checks.MAX_COUNT:
             raise ValueError(
@@ -504,31 +307,15 @@ def _start(path, resume, settings, seed):
         return Census(), 0, int(checks.seed(0 if seed is None else seed))
     if not resume:
         raise ValueError(f"{path} exists: continue an unfinished census (resume=True, --resume) or choose another file")
-    record = read(path)
+    record = records.read_census(path)
     if record["complete"]:
         raise ValueError(f"resume: {path} is complete: nothing to continue")
-    differ = [name for name in SETTINGS if record[name] != settings[name]]
+    differ = [name for name in records.CENSUS_SETTINGS if record[name] != settings[name]]
     if seed is not None and int(checks.seed(seed)) != record["seed"]:
         differ.append("seed")
     if differ:
         raise ValueError(f"resume: {path} was run with other settings: {', '.join(differ)}")
     return Census.from_record(record), record["done"], record["seed"]
-
-
-class _Checkpoints:
-    """Writes the census to its file every :data:`CHECKPOINT_SECONDS`, and on demand."""
-
-    def __init__(self, path, settings, done_before):
-        self.path, self.settings, self.done_before = path, settings, done_before
-        self.last = time.perf_counter()
-
-    def write(self, so_far, done, complete=False):
-        record = so_far.record(self.settings, None if complete else self.done_before + done)
-        files.write_json(self.path, record)
-        self.last = time.perf_counter()
-
-    def due(self):
-        return time.perf_counter() - self.last >= CHECKPOINT_SECONDS
 
 
 def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend, address, progress, partial):
@@ -582,7 +369,7 @@ def _census_here(job, counts, first, n, threads, merged):
                 m = min(step, first + n - lo)
                 merged(_census_call(0, seed, deck_classes, counts, lo, m, work, results, n_cards), m)
             return
-        for prefix, rest, local, size in _blocks(counts, first, n):
+        for prefix, rest, local, size in positions.blocks(counts, first, n):
             offset = first - local  # position = offset + local index
             for lo in range(local, local + size, step):
                 m = min(step, local + size - lo)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import checks, files
 from ..deals import Deal, format_deal, parse_deal
-from . import backward, census, records
+from . import backward, census, positions, records
 
 MAX_NODES = 10_000_000  # the default budget of positions
 
@@ -59,7 +59,7 @@ def cycle_positions(deal):
 def dealt_sizes(n_cards, n_players):
     """Hand sizes as a game is dealt (the first seats one more card)."""
     sizes = np.zeros(n_players, np.int32)
-    census.dealt_sizes(n_cards, n_players, sizes)
+    positions.dealt_sizes(n_cards, n_players, sizes)
     return sizes
 
 
