@@ -322,6 +322,24 @@ def test_rgb_array_env_plays_without_pillow_and_only_its_picture_asks_for_it():
     assert run.stdout.splitlines()[0] == "1" and "pip install 'beggar-env[render]'" in run.stdout
 
 
+@pytest.mark.slow
+def test_check_env_passes_on_the_default_install_without_pillow():
+    """Without Pillow the env lists only the modes it can draw, so Gymnasium's checker,
+    which renders every mode listed, passes; with Pillow it lists (and checks) both."""
+    code = (
+        "import sys; sys.modules['PIL'] = None; import gymnasium as gym, beggar_env\n"
+        "from gymnasium.utils.env_checker import check_env\n"
+        "check_env(gym.make('Beggar-v0')); check_env(gym.make('Beggar-v0', render_mode='ansi').unwrapped)\n"
+        "print(gym.make('Beggar-v0').metadata['render_modes'], gym.make_vec('Beggar-v0', 2).metadata['render_modes'])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["['ansi']", "['ansi']"]
+    pytest.importorskip("PIL")
+    check_env(gym.make("Beggar-v0"))
+    assert gym.make("Beggar-v0").metadata["render_modes"] == ["ansi", "rgb_array"]
+
+
 def test_asking_where_gymnasium_is_before_importing_it_does_not_lose_the_registration():
     """TorchRL calls importlib.util.find_spec("gymnasium") when it is imported; the env must
     still be registered when Gymnasium itself is imported afterwards."""

@@ -6,10 +6,11 @@ import numpy as np
 from .. import checks, task
 from ..core import Outcome
 from ..jit import argument_types, bind
+from .render import pillow_installed
 
 _ONE = np.ones(1, np.bool_)
 _PLAIN_INTS = (int, np.int64)
-RENDER_MODES = ("ansi", "rgb_array")
+RENDER_MODES = ("ansi", "rgb_array")  # accepted always: SB3's make_vec_env asks for rgb_array whatever it needs
 
 
 def make(render_mode: str | None = None, **options) -> "BeggarEnv":
@@ -103,14 +104,16 @@ class BeggarEnv(gym.Env):
     ``observation`` is ``"public"``, ``"counted"`` or ``"full"`` (above);
     ``render_mode`` is ``"ansi"`` (a text table) or ``"rgb_array"`` (a picture of the
     table: hands as card backs with their counts, the pile face up, the honour owed;
-    drawn with Pillow: ``pip install 'beggar-env[render]'``). ``max_cards`` is None or
+    drawn with Pillow, the ``render`` extra: ``pip install '.[render]'`` in a checkout; without
+    it the env is made and played, ``render()`` says how to install it, and ``metadata``
+    lists ``"ansi"`` alone, so that ``check_env`` checks what can be drawn). ``max_cards`` is None or
     0 .. 2**63-1. ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
 
     ## Version history
     * v0: initial version.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"] if pillow_installed() else ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -126,6 +129,8 @@ class BeggarEnv(gym.Env):
             n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES
         )
         self.render_mode = render_mode
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:  # asked for without Pillow
+            self.metadata = {**self.metadata, "render_modes": [*self.metadata["render_modes"], render_mode]}
         self.observation_space = self.config.layout.space()
         self.action_space = self.config.action_space()
         self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(1, self.config.n_players)

@@ -80,6 +80,15 @@ def text_table(table):
 # --------------------------------------------------------------------------- picture
 
 
+def pillow_installed() -> bool:
+    """Whether Pillow can be imported, so that ``rgb_array`` pictures can be drawn."""
+    try:
+        import PIL  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def require_pillow():
     """Pillow's modules for :func:`draw_table`; ``ImportError`` saying how to install it."""
     try:

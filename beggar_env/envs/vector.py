@@ -9,7 +9,7 @@ from gymnasium.vector.utils import batch_space
 from .. import checks, core, task
 from ..jit import PARALLEL
 from ..task import Autoreset
-from .env import RENDER_MODES
+from .env import RENDER_MODES, BeggarEnv
 
 AUTORESET_MODES = {
     AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
@@ -49,7 +49,7 @@ class BeggarVectorEnv(VectorEnv):
     parallel compiled call over all envs.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {**BeggarEnv.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
@@ -83,6 +83,8 @@ class BeggarVectorEnv(VectorEnv):
         self.autoreset_mode = autoreset_mode
         self.copy = checks.boolean("copy", copy)
         self.metadata = {**self.metadata, "autoreset_mode": autoreset_mode}
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:  # asked for without Pillow
+            self.metadata["render_modes"] = [*self.metadata["render_modes"], render_mode]
         self._autoreset = AUTORESET_MODES[autoreset_mode]
         self._settings = self.config.settings(self._autoreset)
         self.single_observation_space = self.config.layout.space()
