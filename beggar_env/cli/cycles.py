@@ -160,6 +160,11 @@ def _census(args):
         raise UsageError("beggar cycles census: --resume needs --out, the file to continue")
     if args.source == "random" and args.positions is None:
         raise UsageError("beggar cycles census: --positions N: a random census needs a number of positions")
+    backend = dict(backend="local", threads=args.threads)
+    if args.ray is not None:
+        options.require_ray("cycles census", args)
+        backend = dict(backend="ray", address=args.ray)
+    seed = args.seed if args.resume or args.seed is not None else options.seed(args)  # resumed: the file's
     if args.source == "every" and args.positions is None:
         deals = positions.arrangements(args.deck)
         if deals - args.first > checks.MAX_COUNT:
@@ -167,11 +172,6 @@ def _census(args):
                 f"beggar cycles census: the deck has {deals:,} deals, more than one census counts (at most "
                 f"{checks.MAX_COUNT:,} positions): give --positions N (and --first I)"
             )
-    backend = dict(backend="local", threads=args.threads)
-    if args.ray is not None:
-        options.require_ray("cycles census", args)
-        backend = dict(backend="ray", address=args.ray)
-    seed = args.seed if args.resume or args.seed is not None else options.seed(args)  # resumed: the file's
 
     def run(progress):
         return census.census(
