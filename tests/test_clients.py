@@ -139,3 +139,15 @@ def test_hugging_face_load_dataset_reads_the_shards_exactly(tmp_path):
         assert len(table) == len(expected) > 0
         assert np.array_equal(table["label"], expected.label) and np.array_equal(table["game"], expected.game)
         assert np.array_equal(table["pile_0"], expected.fields["pile"][:, 0])
+
+
+@pytest.mark.parametrize("missing", ["pyarrow", "PIL"])
+def test_recording_says_what_minaris_arrow_storage_needs_before_it_records(missing, monkeypatch):
+    """Minari imports pyarrow and Pillow only when it writes an episode, and declares neither."""
+    pytest.importorskip("minari")
+    from beggar_env.envs import minari as recording
+
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(ImportError, match=f"needs {missing}: pip install 'minari.create,arrow.' pillow"):
+        recording.record("beggar/x-v0", lambda obs: 0, 1)
+    assert recording.require_minari("hdf5") is not None

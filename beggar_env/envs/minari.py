@@ -1,6 +1,7 @@
 """Seeded runs of ``Beggar-v0`` as Minari datasets, for offline RL and imitation: :func:`record`.
 
-Needs Minari with its tools for creating datasets: ``pip install 'minari[create]'``.
+Needs Minari with its tools for creating datasets and its Arrow storage, whose Pillow and
+pyarrow Minari does not declare: ``pip install 'minari[create,arrow]' pillow``.
 Nothing else in the package imports this module.
 """
 
@@ -9,16 +10,21 @@ import gymnasium as gym
 from .. import checks
 from .wrappers import EveryStepInfo
 
-INSTALL = "pip install 'minari[create]'"
+INSTALL = "pip install 'minari[create,arrow]' pillow"
 
 
-def require_minari():
-    """Minari, or ``ImportError`` in one line saying how to install what it needs."""
+def require_minari(data_format="arrow"):
+    """Minari, or ``ImportError`` in one line saying how to install what it needs (for the
+    ``arrow`` format, pyarrow and Pillow too: Minari imports them only when it writes)."""
     try:
         import minari
         from minari import DataCollector  # noqa: F401
-    except ImportError:
-        raise ImportError(f"recording Minari datasets needs Minari: {INSTALL}") from None
+
+        if data_format == "arrow":
+            import PIL  # noqa: F401
+            import pyarrow  # noqa: F401
+    except ImportError as error:
+        raise ImportError(f"recording Minari datasets needs {error.name or 'Minari'}: {INSTALL}") from None
     return minari
 
 
@@ -36,7 +42,7 @@ def record(
     ``code_permalink``, ...: Minari warns when they are missing). Returns the
     ``minari.MinariDataset``; ``minari.load_dataset(dataset_id)`` reads it back.
     """
-    minari = require_minari()
+    minari = require_minari(data_format)
     episodes = checks.count("episodes", episodes, 1)
     first = checks.integer("seed", seed, 0, checks.MAX_SEED - episodes + 1)
     if not callable(policy):
