@@ -13,6 +13,7 @@ by a suit (``C D H S`` or ``♣ ♦ ♥ ♠``), separated by spaces or commas::
 A deal is always played exactly as given: suits and numeral ranks never change a game.
 """
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -347,3 +348,95 @@ def check_packed(cards, hand_sizes) -> tuple[np.ndarray, np.ndarray]:
     if (totals == 0).any():
         raise ValueError("a deal needs at least one card")
     return np.ascontiguousarray(cards, np.int8), np.ascontiguousarray(hand_sizes, np.int32)
+
+
+# ---------------------------------------------------------------- deal indices
+# Every deal of a deck, dealt as a game is (the cards in one row, cut into hands as even as
+# possible, the first seats one more: 26/26 for two players), numbered in lexicographic
+# order of that row. Two orders of the symbols are in use: the public volunteer-computing
+# census of the 52-card deck (FraSanga/camicia: A < K < Q < J < numeral) and this project's
+# census (numeral < J < Q < K < A, ``beggar cycles census --source every``).
+
+STANDARD_DECK = "-" * 36 + "JJJJQQQQKKKKAAAA"
+ORDERS = {"camicia": "AKQJ-", "census": "-JQKA"}  # each numbering's symbols, least first
+
+
+def deck_counts(deck) -> np.ndarray:
+    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``)."""
+    if not isinstance(deck, str):
+        raise TypeError(f"deck must be a string of compact symbols (- J Q K A), not {type(deck).__name__}")
+    counts = np.zeros(core.N_CLASSES, np.int64)
+    for symbol in deck:
+        if symbol.upper() not in core.CLASS_SYMBOLS:
+            raise ValueError(f"deck: unknown symbol {symbol!r} in {checks.excerpt(deck)} (compact symbols: - J Q K A)")
+        counts[core.CLASS_SYMBOLS.index(symbol.upper())] += 1
+    if counts.sum() < 2:
+        raise ValueError(f"deck must have at least 2 cards, not {int(counts.sum())}")
+    if counts.sum() > core.DECK_SIZE:
+        raise ValueError(f"deck must have at most {core.DECK_SIZE} cards, not {int(counts.sum())}")
+    return counts
+
+
+def count_deals(counts) -> int:
+    """How many arrangements the cards ``counts`` (per class) have, exactly (a Python int)."""
+    result = math.factorial(int(sum(counts)))
+    for k in counts:
+        result //= math.factorial(int(k))
+    return result
+
+
+def dealt_sizes(n_cards, n_players) -> tuple[int, ...]:
+    """Hand sizes as a game deals ``n_cards`` cards: as even as possible, the first seats one more."""
+    return tuple(n_cards // n_players + (1 if p < n_cards % n_players else 0) for p in range(n_players))
+
+
+def _order(order):
+    checks.choice("order", order, tuple(ORDERS))
+    return [core.CLASS_SYMBOLS.index(symbol) for symbol in ORDERS[order]]
+
+
+def deal_index(deal: "str | Deal", order: str = "camicia") -> int:
+    """The number of ``deal`` among the deals of its deck (:func:`deal_at` gives it back):
+    a Python int from 0 to the deck's count of deals minus 1 (653,534,134,886,878,244,999
+    for the standard deck). ``order``: ``"camicia"`` (the 52-card volunteer census's) or
+    ``"census"`` (this project's). The deal must be dealt as a game is (26/26, 18/17/17, ...)."""
+    deal = parse_deal(deal)
+    ranks = _order(order)
+    if deal.hand_sizes != dealt_sizes(deal.n_cards, deal.n_players):
+        raise ValueError(
+            f"deal: its hands hold {'/'.join(map(str, deal.hand_sizes))} cards; an index numbers the deals dealt as a "
+            f"game is ({'/'.join(map(str, dealt_sizes(deal.n_cards, deal.n_players)))})"
+        )
+    row = deal.classes().tolist()
+    left = [row.count(c) for c in range(core.N_CLASSES)]
+    index, ways = 0, count_deals(left)
+    for j, card in enumerate(row):
+        for c in ranks:
+            if c == card:
+                break
+            index += ways * left[c] // (len(row) - j)  # the deals with a smaller card here
+        ways = ways * left[card] // (len(row) - j)
+        left[card] -= 1
+    return index
+
+
+def deal_at(index: int, deck: str = STANDARD_DECK, n_players: int = 2, order: str = "camicia") -> Deal:
+    """Deal number ``index`` of ``deck`` (compact symbols; default the standard 52 cards) for
+    ``n_players``, dealt as a game is, in ``order`` (see :func:`deal_index`)."""
+    n_players = checks.n_players(n_players)
+    left = deck_counts(deck).tolist()
+    ranks = _order(order)
+    total = count_deals(left)
+    index = checks.integer("index", index, 0, total - 1)
+    row, ways, n = [], total, sum(left)
+    for j in range(n):
+        for c in ranks:
+            with_c = ways * left[c] // (n - j)
+            if index < with_c:
+                row.append(c)
+                left[c] -= 1
+                ways = with_c
+                break
+            index -= with_c
+    bounds = np.cumsum((0, *dealt_sizes(n, n_players)))
+    return Deal.from_classes([row[a:b] for a, b in zip(bounds[:-1], bounds[1:])])

@@ -22,9 +22,10 @@ from bench import cpu_model, fmt_rate, usable_cpus  # noqa: E402
 
 
 def random_positions(n, players):
+    from beggar_env import deals
     from beggar_env.cycles import positions
 
-    deck = np.repeat(np.arange(5, dtype=np.int8), positions.deck_counts(positions.STANDARD_DECK))
+    deck = np.repeat(np.arange(5, dtype=np.int8), deals.deck_counts(deals.STANDARD_DECK))
     cards, sizes = np.empty((n, len(deck)), np.int8), np.empty((n, players), np.int32)
     positions.random_positions(np.uint64(1), deck, 0, cards, sizes)
     return cards, sizes, np.zeros(n, np.int32)

@@ -152,12 +152,13 @@ def test_the_fast_paths_count_what_the_plain_replay_counts(players):
     numerals) and the one-pass marking used when every other seat holds cards against the
     replay of every suffix from every first player, on positions of random games and
     random positions of any split."""
+    from beggar_env import deals
     from beggar_env.cycles import positions
 
     rows = []
     for deal in beggar_env.random_deals(30, players, seed=11):
         rows += positions_of_game(deal)[::3]
-    deck = np.repeat(np.arange(5, dtype=np.int8), positions.deck_counts(positions.STANDARD_DECK))
+    deck = np.repeat(np.arange(5, dtype=np.int8), deals.deck_counts(deals.STANDARD_DECK))
     cards, sizes = np.empty((3000, 52), np.int8), np.empty((3000, players), np.int32)
     positions.random_positions(np.uint64(4), deck, 0, cards, sizes)
     rows += [(c, s, 0) for c, s in zip(cards, sizes)]

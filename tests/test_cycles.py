@@ -20,6 +20,7 @@ import pytest
 from reference import play_reference
 
 import beggar_env
+from beggar_env import deals
 from beggar_env.cli.options import COMPILE_NOTICE
 from beggar_env.cycles import census, positions, reconstruct, records
 
@@ -196,7 +197,7 @@ def test_every_deal_in_docs_replays_into_its_cycle():
     plays it into the cycle named, and the independent reference finds that it never ends,
     entering its cycle where the table says."""
     rows = published_deals()
-    standard = sorted(beggar_env.parse_deal(positions.STANDARD_DECK + "/").classes())
+    standard = sorted(beggar_env.parse_deal(deals.STANDARD_DECK + "/").classes())
     by_players = {}
     for row in rows:
         deal = beggar_env.parse_deal(row["deal"])
@@ -317,7 +318,7 @@ STANDARD_COUNTS = (36, 4, 4, 4, 4)
 
 def test_the_standard_deck_has_its_exact_number_of_deals():
     expected = math.comb(52, 4) * math.comb(48, 4) * math.comb(44, 4) * math.comb(40, 4)
-    assert positions.arrangements(positions.STANDARD_DECK) == expected == 653_534_134_886_878_245_000
+    assert positions.arrangements(deals.STANDARD_DECK) == expected == 653_534_134_886_878_245_000
     forty = "J" * 4 + "Q" * 4 + "K" * 4 + "A" * 4 + "-" * 24  # was negative in int64
     assert positions.arrangements(forty) == math.factorial(40) // (math.factorial(24) * math.factorial(4) ** 4) > 0
 
@@ -338,14 +339,14 @@ def census_by_hand(counts, first, n):
     return n, ended, longest, index
 
 
-@pytest.mark.parametrize("first", [0, 2**63 + 12_345, 10**20, positions.arrangements(positions.STANDARD_DECK) - 40])
+@pytest.mark.parametrize("first", [0, 2**63 + 12_345, 10**20, positions.arrangements(deals.STANDARD_DECK) - 40])
 def test_deals_of_the_standard_deck_past_int64_are_the_ones_their_index_names(first):
     got = census.census(2, "every", first=first, n=40, threads=1)
     assert (got.games, got.ended, got.longest_cards, got.longest_index) == census_by_hand(STANDARD_COUNTS, first, 40)
 
 
 def test_a_range_across_two_of_the_compiled_codes_blocks_is_played_in_order():
-    counts = positions.deck_counts(positions.STANDARD_DECK)
+    counts = deals.deck_counts(deals.STANDARD_DECK)
     prefix, rest, local, size = next(positions.blocks(counts, 10**20, 1))
     boundary = 10**20 - local + size  # the first position of the next block
     assert len(list(positions.blocks(counts, boundary - 20, 40))) == 2

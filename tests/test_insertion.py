@@ -15,7 +15,8 @@ import pytest
 from reference import play_reference
 from test_cycles import reference_cycle_key, trick_positions
 
-from beggar_env.cycles import census, insertion, positions
+from beggar_env import deals
+from beggar_env.cycles import census, insertion
 
 SYMBOLS = "-JQKA/"
 SEPARATOR = 5
@@ -116,7 +117,7 @@ def test_one_level_of_changes_matches_a_brute_force(small_cycles, change):
 
 
 def test_growth_keeps_the_beam_nearest_the_decks_proportions_and_replays_every_cycle(small_cycles):
-    target = positions.deck_counts(LARGER)
+    target = deals.deck_counts(LARGER)
     levels = insertion.explore(small_cycles, deck=LARGER, beam=3, seed=2)
     assert [level.cards for level in levels] == list(range(11, 11 + len(levels))) and len(levels) > 1
     seen = set(small_cycles)

@@ -82,10 +82,11 @@ def parse_args(argv):
     if args.command == "play":
         words = in_order(([] if args.deal is None else [args.deal]) + extras)
         deals = [word for word in words if "/" in word or not word.strip("-JQKAjqka")]
-        if not words:
-            raise UsageError("beggar play: a deal is required, e.g. beggar play '-A--Q/----K-J'")
-        args.deal = deals[0] if deals else words[0]  # else: the deal's own error names what is wrong with it
-        words.remove(args.deal)
+        if not words and args.index is None:
+            raise UsageError("beggar play: a deal is required, e.g. beggar play '-A--Q/----K-J', or --index N")
+        args.deal = (deals[0] if deals else words[0]) if words else None  # else: the deal's own error says what
+        if words:
+            words.remove(args.deal)
         extras = words
     if extras:
         raise UsageError(f"beggar {args.command}: unrecognised arguments: {checks.excerpt(' '.join(extras))}")

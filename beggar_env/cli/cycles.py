@@ -15,7 +15,7 @@ API_NAME = re.compile(r"^(\w+)(?=: | must | needs )")  # an argument's name, as 
 def add_parser(commands):
     from ..cycles.census import SOURCES
     from ..cycles.insertion import CHANGES
-    from ..cycles.positions import STANDARD_DECK
+    from ..deals import STANDARD_DECK
 
     c = commands.add_parser(
         "cycles",

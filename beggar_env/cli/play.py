@@ -1,10 +1,12 @@
-"""``beggar play``: one deal, its outcome (``--trace``: trick by trick; ``--json``)."""
+"""``beggar play``: one deal, given or by its index, and its outcome (``--trace``: trick by
+trick; ``--json``)."""
 
 import json
 
 from .. import core
 from ..checks import plural
-from . import options
+from ..deals import ORDERS, STANDARD_DECK
+from . import UsageError, options
 
 
 def add_parser(commands):
@@ -14,6 +16,23 @@ def add_parser(commands):
     p.add_argument(
         "deal", nargs="?", help="compact ('-JQKA' hands separated by '/') or rank notation ('10H 2C JS / QD 7 A')"
     )
+    p.add_argument(
+        "--index",
+        type=options.whole_number(0, None),
+        metavar="N",
+        help="play deal number N of --deck instead (see --order; the standard deck has 653534134886878245000)",
+    )
+    p.add_argument(
+        "--order",
+        choices=tuple(ORDERS),
+        default="camicia",
+        help="the numbering of --index: camicia (A < K < Q < J < numeral, the public 52-card census's) or census "
+        "(numeral < J < Q < K < A, beggar cycles census's) (default camicia)",
+    )
+    p.add_argument(
+        "--deck", metavar="CARDS", help="with --index: the deck, in compact symbols (default: the standard 52 cards)"
+    )
+    p.add_argument("--players", type=int, choices=(2, 3, 4), metavar="P", help="with --index: 2, 3 or 4 (default 2)")
     options.add_limits(p)
     p.add_argument(
         "--no-cycles", action="store_true", help="do not detect cycles (a deal that never ends runs until Ctrl-C)"
@@ -50,9 +69,8 @@ def describe(result):
 
 def run(args):
     from .. import game
-    from ..deals import parse_deal
 
-    deal = parse_deal(args.deal)
+    deal = _deal(args)
     if deal.n_cards <= core.DECK_SIZE:
         game.use_interpreted()  # one short game: faster than loading compiled code (see jit.interpreted)
     limits = dict(max_cards=args.max_cards, max_tricks=args.max_tricks)
@@ -64,11 +82,15 @@ def run(args):
         tricks = None
     if args.json:
         out = {"deal": str(deal), "players": deal.n_players, **result.__dict__}
+        if args.index is not None:
+            out.update(index=args.index, order=args.order)
         out["hand_sizes"] = list(result.hand_sizes)
         if tricks is not None:
             out["trace"] = [{**t, "hand_sizes": list(t["hand_sizes"])} for t in tricks]
         print(json.dumps(out))
         return
+    if args.index is not None:
+        print(f"deal {args.index:,} ({args.order} order): {deal}")
     for t in tricks or ():
         hands = " ".join(f"{n:2d}" for n in t["hand_sizes"])
         if t["taker"] is None:
@@ -79,3 +101,20 @@ def run(args):
                 f"(played {t['cards']:5d})   hands {hands}"
             )
     print(describe(result))
+
+
+def _deal(args):
+    """The deal given, or the one ``--index`` numbers."""
+    from ..deals import deal_at, parse_deal
+
+    if args.index is None:
+        given = [flag for flag, value in (("--deck", args.deck), ("--players", args.players)) if value is not None]
+        if given:
+            raise UsageError(f"beggar play: {given[0]} is for --index")
+        return parse_deal(args.deal)
+    if args.deal is not None:
+        raise UsageError("beggar play: give a deal or --index N, not both")
+    try:
+        return deal_at(args.index, args.deck or STANDARD_DECK, args.players or 2, args.order)
+    except ValueError as error:
+        raise UsageError(f"beggar play: --{error}") from None

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import prange
 
-from .. import __version__, checks, core
+from .. import __version__, checks, core, deals
 from ..core import Outcome
 from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
@@ -228,7 +228,7 @@ def census(
     n_players,
     source="random",
     *,
-    deck=positions.STANDARD_DECK,
+    deck=deals.STANDARD_DECK,
     first=0,
     n=None,
     seed=None,
@@ -255,7 +255,7 @@ def census(
     goes on from where it stopped; the census of the rest added to it is the whole."""
     n_players = checks.n_players(n_players)
     source = checks.choice("source", source, SOURCES)
-    counts = positions.deck_counts(deck)
+    counts = deals.deck_counts(deck)
     given_n = n
     first, n = _range(source, counts, deck, first, n)
     settings = dict(players=n_players, source=source, deck=deck, first=first, positions=None if given_n is None else n)
@@ -279,7 +279,7 @@ def census(
 def _range(source, counts, deck, first, n):
     """``first`` and ``n`` checked: Python ints, within the source."""
     if source == "every":
-        total = positions.count(counts)
+        total = deals.count_deals(counts)
         first = checks.integer("first", first, 0, total)
         if n is None and total - first > checks.MAX_COUNT:
             raise ValueError(

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import prange
 
-from .. import checks, core, files
+from .. import checks, core, deals, files
 from ..jit import jit, parallel
-from . import census, positions, records
+from . import census, records
 
 CHANGES = ("insert", "move", "delete", "pairs")  # a card put in, moved, taken out; two cards put in
 INSERT, MOVE, DELETE, PAIRS = range(4)
@@ -172,7 +172,7 @@ def key_bytes(key: str) -> np.ndarray:
 
 def deck_of(key: str) -> np.ndarray:
     """Cards of each class (int64[5]) in a key."""
-    return positions.deck_counts(key.replace("/", ""))
+    return deals.deck_counts(key.replace("/", ""))
 
 
 def distance(key: str, target: np.ndarray) -> float:
@@ -258,7 +258,7 @@ def explore(
     n_players=2,
     *,
     change="insert",
-    deck=positions.STANDARD_DECK,
+    deck=deals.STANDARD_DECK,
     beam=400,
     slack=None,
     levels=None,
@@ -292,7 +292,7 @@ def explore(
     if slack is not None and not (isinstance(slack, (int, float)) and slack >= 0):
         raise ValueError(f"slack must be a number >= 0 or None, not {checks.excerpt(slack)}")
     checks.callback("progress", progress)
-    target = positions.deck_counts(deck)
+    target = deals.deck_counts(deck)
     cycles = _start_cycles(starts, n_players, target)
     with records.output(out) as path:
         done = _explore(cycles, n_players, CHANGES.index(change), target, beam, slack, levels, seed, threads, progress)

@@ -14,46 +14,18 @@ Counts and indices are Python integers: the standard deck has
 fits (:func:`blocks`).
 """
 
-import math
-
 import numpy as np
 from numba import prange
 
 from .. import checks, core
+from ..deals import count_deals, deck_counts
 from ..jit import jit
-
-
-def deck_counts(deck) -> np.ndarray:
-    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``)."""
-    if not isinstance(deck, str):
-        raise TypeError(f"deck must be a string of compact symbols (- J Q K A), not {type(deck).__name__}")
-    counts = np.zeros(core.N_CLASSES, np.int64)
-    for symbol in deck:
-        if symbol.upper() not in core.CLASS_SYMBOLS:
-            raise ValueError(f"deck: unknown symbol {symbol!r} in {checks.excerpt(deck)} (compact symbols: - J Q K A)")
-        counts[core.CLASS_SYMBOLS.index(symbol.upper())] += 1
-    if counts.sum() < 2:
-        raise ValueError(f"deck must have at least 2 cards, not {int(counts.sum())}")
-    if counts.sum() > core.DECK_SIZE:
-        raise ValueError(f"deck must have at most {core.DECK_SIZE} cards, not {int(counts.sum())}")
-    return counts
-
-
-STANDARD_DECK = "-" * 36 + "JJJJQQQQKKKKAAAA"
-
-
-def count(counts) -> int:
-    """How many arrangements the cards ``counts`` have, exactly (a Python int)."""
-    result = math.factorial(int(sum(counts)))
-    for k in counts:
-        result //= math.factorial(int(k))
-    return result
 
 
 def arrangements(deck) -> int:
     """How many deals a deck has (its arrangements: the size of the ``every`` source), a
     Python int, exact for any deck (653,534,134,886,878,245,000 for the standard one)."""
-    return count(deck_counts(deck))
+    return count_deals(deck_counts(deck))
 
 
 def blocks(counts, first, n):
@@ -63,7 +35,7 @@ def blocks(counts, first, n):
     count times their number fits int64), after the fixed cards ``prefix``, are those
     positions in order. A deck whose deals fit has one block, of an empty prefix."""
     left = np.array(counts, np.int64)
-    prefix, index, ways = [], first, count(left)
+    prefix, index, ways = [], first, count_deals(left)
     while ways * int(left.sum()) > checks.MAX_COUNT:  # too many for int64: fix the top card
         for c in range(core.N_CLASSES):
             with_c = ways * int(left[c]) // int(left.sum())
