@@ -57,9 +57,9 @@ def test_small_decks_are_numbered_as_a_plain_sort_of_every_arrangement(deck, pla
 def test_the_census_order_is_the_cycle_censuss_own_numbering():
     deck = "JJQQKA" + "-" * 10
     counts = deals.deck_counts(deck)
-    row = np.empty(len(deck), np.int8)
+    row, left = np.empty(len(deck), np.int8), np.empty(len(counts), np.int64)
     for index in np.random.default_rng(1).integers(0, deals.count_deals(counts), 200):
-        positions.arrangement(counts, int(index), row)
+        positions.arrangement(counts, int(index), row, 0, left)
         assert deals.deal_at(int(index), deck, 2, "census").classes().tolist() == row.tolist()
 
 

@@ -62,6 +62,7 @@ def add_parser(commands):
         "--resume", action="store_true", help="continue the unfinished census in --out (run with the same settings)"
     )
     options.add_ray(n)
+    options.add_backend(n)
     r = modes.add_parser(
         "reconstruct",
         help="balanced deals that reach a deal's cycle",
@@ -161,7 +162,10 @@ def _census(args):
     if args.source == "random" and args.positions is None:
         raise UsageError("beggar cycles census: --positions N: a random census needs a number of positions")
     backend = dict(backend="local", threads=args.threads)
-    if args.ray is not None:
+    if args.backend == "cuda":
+        options.require_cuda("cycles census", args)
+        backend = dict(backend="cuda")
+    elif args.ray is not None:
         options.require_ray("cycles census", args)
         backend = dict(backend="ray", address=args.ray)
     seed = args.seed if args.resume or args.seed is not None else options.seed(args)  # resumed: the file's

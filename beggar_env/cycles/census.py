@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import prange
 
-from .. import __version__, checks, core, deals
+from .. import __version__, checks, core, deals, gpu
 from ..core import Outcome
 from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
 from . import positions, records
 
 SOURCES = ("random", "every")
-BACKENDS = ("local", "ray")
+BACKENDS = ("local", "ray", "cuda")
 SEPARATOR = 5  # between hands in a key (after the five classes)
 KEY_SYMBOLS = core.CLASS_SYMBOLS + "/"
 CHUNK = 1 << 14  # positions per parallel task and compiled call
@@ -75,7 +75,8 @@ def cycle_key(s, period, key, scratch):
         core.step_trick(s)
         write_key(s, scratch)
         if _less(scratch, key):
-            key[:] = scratch
+            for i in range(key.shape[0]):
+                key[i] = scratch[i]
 
 
 # ---------------------------------------------------------------------------- census
@@ -96,15 +97,17 @@ def play_to_cycle(s, cards, sizes, start, probe, f, r):
 
 
 @jit
-def _place(source, seed, deck, counts, index, cards, sizes):
-    """Position ``index`` of the source; for ``every``, the arrangement ``index`` of the
-    cards ``counts`` after the ``len(deck)`` cards ``deck`` (a block's prefix)."""
+def place(source, seed, deck, fixed, counts, index, cards, sizes, left):
+    """Position ``index`` of the source (0 random, 1 every) into ``cards`` and ``sizes``;
+    for ``every``, the arrangement ``index`` of the cards ``counts`` after the ``fixed``
+    first cards of ``deck`` (a block's prefix: :func:`positions.blocks`); ``left``: room
+    for the counts."""
     if source == 0:
         positions.random_position(core.derive_key(seed, index), deck, cards, sizes)
     else:
-        fixed = deck.shape[0]
-        cards[:fixed] = deck
-        positions.arrangement(counts, index, cards[fixed:])
+        for j in range(fixed):
+            cards[j] = deck[j]
+        positions.arrangement(counts, index, cards, fixed, left)
         positions.dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
 
 
@@ -125,8 +128,9 @@ def census_range(source, seed, deck, counts, first, n, work, results, keys, peri
         cards = np.empty(keys.shape[1] - s.held.shape[0] + 1, np.int8)
         sizes = np.empty(s.held.shape[0], np.int32)
         scratch = np.empty(keys.shape[1], np.int8)
+        left = np.empty(core.N_CLASSES, np.int64)
         for i in range(lo, hi):
-            _place(source, seed, deck, counts, first + i, cards, sizes)
+            place(source, seed, deck, deck.shape[0], counts, first + i, cards, sizes, left)
             periods[i, 0] = 0
             periods[i, 1] = 0
             stats[c, 0] += 1
@@ -246,7 +250,8 @@ def census(
     ``progress(done, n)`` after each call, and ``partial(census so far, done)``
     (positions ``first .. first + done - 1``). ``backend="ray"`` plays ranges of positions
     on Ray workers, one per CPU, of a local Ray or of the cluster at ``address``
-    (:mod:`beggar_env.distributed`), merged in order: the same census.
+    (:mod:`beggar_env.distributed`), merged in order: the same census; ``backend="cuda"``
+    plays them on an NVIDIA GPU (:mod:`~beggar_env.cycles.gpu_census`): the same census.
 
     ``out``: the census's JSON file (``.json`` added), locked for the run (a second run on it
     is refused at once: ``files.InUse``), written every half minute while it runs, when it is
@@ -262,8 +267,13 @@ def census(
     checks.boolean("resume", resume)
     checks.callback("progress", progress)
     checks.callback("partial", partial)
-    if check_backend(backend, threads, address, BACKENDS) == "ray":
+    backend = check_backend(backend, threads, address, BACKENDS)
+    if backend == "ray":
         require_ray()
+    elif backend == "cuda":
+        if threads is not None:
+            raise ValueError("threads is for the local backend: the CUDA backend plays one position a GPU thread")
+        gpu.require_cuda()
     run = dict(threads=threads, backend=backend, address=address, progress=progress, partial=partial)
     if out is None:
         if resume:
@@ -345,6 +355,10 @@ def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend
     try:
         if backend == "ray":
             _census_on_ray(job, first, n, address, merged)
+        elif backend == "cuda":
+            from . import gpu_census
+
+            gpu_census.play(job, counts, first, n, merged)
         else:
             _census_here(job, counts, first, n, threads, merged)
     except BaseException:

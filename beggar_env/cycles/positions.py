@@ -65,11 +65,13 @@ def multinomial(counts):
 
 
 @jit
-def arrangement(counts, index, out):
+def arrangement(counts, index, out, start, left):
     """The ``index``-th arrangement of the deck ``counts`` in lexicographic order of card
-    classes, written to ``out`` (top card first)."""
-    left = counts.copy()
-    n = out.shape[0]
+    classes, written to ``out[start:]`` (top card first); ``left``: room for the counts
+    (no array is made here, so that a GPU runs it as it is)."""
+    for c in range(counts.shape[0]):
+        left[c] = counts[c]
+    n = out.shape[0] - start
     ways = multinomial(left)
     for j in range(n):
         for c in range(left.shape[0]):
@@ -77,7 +79,7 @@ def arrangement(counts, index, out):
                 continue
             with_c = ways * left[c] // (n - j)  # arrangements of the rest once c is placed here
             if index < with_c:
-                out[j] = c
+                out[start + j] = c
                 left[c] -= 1
                 ways = with_c
                 break

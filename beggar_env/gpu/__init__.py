@@ -63,11 +63,13 @@ def check_options(threads, detect_cycles, max_cards, max_tricks):
         )
 
 
-def _threads():
+def threads_per_block() -> int:
+    """Threads a block runs: a GPU's warps, or a few Python threads under the simulator."""
     return SIMULATOR_THREADS if simulated() else THREADS_PER_BLOCK
 
 
-def _blocks(n_items, per_block):
+def blocks_for(n_items, per_block) -> int:
+    """Blocks that share ``n_items`` out, ``per_block`` to a block (one at least)."""
     return max(1, -(-n_items // per_block))
 
 
@@ -93,10 +95,10 @@ def play_rows(deals, n_games, n_players, capacity, max_cards, max_tricks, detect
     if not given:
         cards, sizes = np.zeros((1, core.DECK_SIZE), np.int8), np.zeros((1, n_players), np.int32)
     width = cards.shape[1]
-    threads = _threads()
+    threads = threads_per_block()
     kernel = games_kernel(n_players, capacity, width, threads)
     out = cuda.device_array((max(n_games, 1), result_length(n_players)), np.int64)
-    blocks = _blocks(n_games, backlog_deals(threads, width, n_players))
+    blocks = blocks_for(n_games, backlog_deals(threads, width, n_players))
     kernel[blocks, threads](
         np.int8(given),
         cuda.to_device(np.ascontiguousarray(cards, np.int8)),
@@ -139,12 +141,12 @@ def play_out(rollouts_module, arrays, k, seed, max_cards, progress=None):
     counts = np.zeros((n, n_players + 1), np.int64)
     rollouts = np.zeros(n, np.int64)
     played = np.zeros(n, np.int64)
-    threads = _threads()
+    threads = threads_per_block()
     kernel = rollouts_kernel(n_players, core.capacity_for(core.DECK_SIZE), rollouts_module)
     for lo in range(0, n, LAUNCH_POSITIONS):
         hi = min(lo + LAUNCH_POSITIONS, n)
         out = [cuda.to_device(a[lo:hi]) for a in (counts, rollouts, played)]
-        blocks = _blocks(hi - lo, 4 * threads)
+        blocks = blocks_for(hi - lo, 4 * threads)
         kernel[blocks, threads](
             *(cuda.to_device(np.ascontiguousarray(a[lo:hi])) for a in arrays),
             np.int64(max_cards),
@@ -228,7 +230,7 @@ class Walks:
         from .kernels import W_STEP
 
         n_found = self.cuda.to_device(np.zeros(self.n_walks, np.int64))
-        self.kernel[_blocks(self.n_walks, _threads()), _threads()](
+        self.kernel[blocks_for(self.n_walks, threads_per_block()), threads_per_block()](
             *self.settings,
             self.cuda.to_device(np.asarray(thresholds, np.int64)),
             *self.starts,

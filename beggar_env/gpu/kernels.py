@@ -91,10 +91,16 @@ WALK_STEPS = ("score_of", "fitness_of", "is_candidate", "next_draw", "walk_count
 
 
 @functools.cache
-def _twins_of(module, names):
-    """The GPU twins of an upper floor's functions (search's walk steps, the rollouts):
-    the caller hands its own module over, so that this floor imports nothing above it."""
-    return device_twins(module, names, _core, _gpu_core)
+def twins_of(module, names, reaches=()):
+    """The GPU twins of an upper floor's functions ``names`` of ``module`` (search's walk
+    steps, the rollouts, the census): the caller hands its own modules over, so that this
+    floor imports nothing above it. They call core's twins and, for each ``(name, other,
+    other_names)`` of ``reaches``, the twins of ``other``'s functions ``other_names``,
+    which ``module`` reaches as ``name.f``."""
+    modules = dict(_gpu_core)
+    for name, other, other_names in reaches:
+        modules[name] = _module_of(other, twins_of(other, other_names))
+    return device_twins(module, names, _core, modules)
 
 
 device = cuda.jit(device=True)
@@ -112,7 +118,7 @@ else:
         return a
 
 
-def _record_types(n_players, capacity):
+def record_types(n_players, capacity):
     """numba's types of core's state, result and progress records."""
     return (
         numba.from_dtype(core.state_dtype(n_players, capacity)),
@@ -159,7 +165,7 @@ def games_kernel(n_players, capacity, width, threads):
     ``cards[i]``/``sizes[i]`` when ``given``, else game ``first + i`` of the random stream
     ``seed``; ``out[i]`` its result row."""
     backlog = backlog_deals(threads, width, n_players)
-    state_type, result_type, progress_type = _record_types(n_players, capacity)
+    state_type, result_type, progress_type = record_types(n_players, capacity)
 
     @cuda.jit
     def kernel(given, given_cards, given_sizes, seed, first, n_games, max_cards, max_tricks, detect_cycles, out):
@@ -206,8 +212,8 @@ def rollouts_kernel(n_players, capacity, rollouts_module):
     """The kernel of rollouts.play_out (its ``roll_position``, from ``rollouts_module``): one
     position per thread, taken from the block's share as threads free up; ``counts[i]``,
     ``rollouts[i]`` and ``played[i]`` its results."""
-    state_type, result_type, progress_type = _record_types(n_players, capacity)
-    roll_position = _twins_of(rollouts_module, ("_set_position", "roll_position"))["roll_position"]
+    state_type, result_type, progress_type = record_types(n_players, capacity)
+    roll_position = twins_of(rollouts_module, ("_set_position", "roll_position"))["roll_position"]
 
     @cuda.jit
     def kernel(
@@ -248,8 +254,8 @@ def walks_kernel(n_players, capacity, width, searchers_module):
     candidates is full; ``deals``, ``sizes``, ``walks`` and ``counters`` hold where it
     stands for the next launch. The walk's steps are those of ``searchers_module``.
     """
-    state_type, result_type, progress_type = _record_types(n_players, capacity)
-    steps = _twins_of(searchers_module, WALK_STEPS)
+    state_type, result_type, progress_type = record_types(n_players, capacity)
+    steps = twins_of(searchers_module, WALK_STEPS)
     start_walk, propose, accepts = steps["start_walk"], steps["propose"], steps["accepts"]
     is_candidate, fitness_of = steps["is_candidate"], steps["fitness_of"]
 
