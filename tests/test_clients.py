@@ -16,6 +16,8 @@ import pytest
 import beggar_env  # noqa: F401 (registers Beggar-v0)
 from beggar_env import datasets
 
+pytestmark = pytest.mark.slow  # each client's real job: training, a child process, or seconds of imports
+
 
 def child(code, timeout=600, env=None):
     """Run ``code`` in a fresh interpreter: its imports happen in the order it gives them."""
@@ -50,7 +52,7 @@ def test_sb3_make_vec_env_trains_ppo_without_pillow():
     assert out.split() == ["2", "128"]
 
 
-def test_recurrent_ppo_learns_and_carries_its_state_through_an_episode():
+def test_recurrent_ppo_learns_and_carries_its_state_through_an_episode(torch_threads):
     pytest.importorskip("sb3_contrib")
     from gymnasium.wrappers import FlattenObservation
     from sb3_contrib import RecurrentPPO
