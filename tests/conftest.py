@@ -1,4 +1,22 @@
-"""Shared test helpers: the reference vectors and conversions between result shapes.
+"""Shared test helpers: the reference vectors, conversions between result shapes, running
+``beggar`` in a child process, and which tests a plain ``pytest`` runs.
+
+Running the suite:
+
+* ``pytest``: the fast suite, every test that runs in this process in under about 2 s
+  (about 2 minutes on 2 cores, once numba's cache is warm: ``beggar warmup``). The tests
+  marked ``slow`` are deselected, not skipped: whole programs in child processes (the
+  ``beggar`` command, ``python -c``, the examples), Ray, training, the clients, the CUDA
+  simulator, and the few others over about 2 s.
+* ``pytest --all``: the whole suite (CI runs ``pytest``, then ``pytest -m slow``: .ci/run).
+* ``pytest -m slow``: the slow tests only. Any ``-m`` expression of your own selects by
+  itself, and a test named by its node id (``pytest tests/test_cli.py::test_version_and_usage``)
+  runs even when it is slow.
+* Hypothesis, by ``HYPOTHESIS_PROFILE``: ``dev`` (the default: new random examples each run,
+  50 where a test does not fix its number, no deadline) or ``ci`` (derandomized, so that a
+  run is repeatable; 200 examples where a test does not fix its number; no deadline, no
+  example database): ``HYPOTHESIS_PROFILE=ci pytest --all``. Tests that fix their own
+  ``max_examples`` keep it in both.
 
 ``tests/data/vectors.tsv`` lists deals with their exact outcomes (the published record
 games among them); every row must pass. Tests that need it FAIL, never skip, when it is
@@ -6,6 +24,7 @@ missing.
 """
 
 import csv
+import importlib.util
 import logging
 import os
 import shutil
@@ -110,6 +129,95 @@ def ray_cluster():
         ray.shutdown()
 
 
+# ------------------------------------------------------------- the fast suite and the whole
+
+
+SLOW_DESELECTED = pytest.StashKey[int]()  # how many slow tests this run left out
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all",
+        action="store_true",
+        default=False,
+        help="run the slow tests too (a plain pytest deselects the tests marked slow; -m slow runs only them)",
+    )
+
+
+def _named_node_ids(config):
+    """The tests named on the command line by node id (path::name), as pytest writes node ids."""
+    named = []
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep:
+            where = (Path(config.invocation_params.dir) / path).resolve()
+            try:
+                named.append(f"{where.relative_to(config.rootpath).as_posix()}::{rest}")
+            except ValueError:  # outside the repository: not one of ours
+                pass
+    return named
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the tests marked slow, unless --all is given, or a -m expression of the
+    user's own chooses, or the test is named by its node id."""
+    if config.getoption("--all") or config.getoption("markexpr"):
+        return
+    named = _named_node_ids(config)
+
+    def wanted(item):
+        return any(item.nodeid == n or item.nodeid.startswith((f"{n}[", f"{n}::")) for n in named)
+
+    slow = [item for item in items if item.get_closest_marker("slow") is not None and not wanted(item)]
+    if slow:
+        chosen = set(map(id, slow))
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if id(item) not in chosen]
+    config.stash[SLOW_DESELECTED] = len(slow)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    slow = config.stash.get(SLOW_DESELECTED, 0)
+    if slow:
+        terminalreporter.write_line(
+            f"{slow} slow tests deselected: pytest --all runs the whole suite, pytest -m slow only them"
+        )
+
+
+# ------------------------------------------------------------------ hypothesis
+
+
+def _hypothesis_profiles():
+    """``dev`` (the default) and ``ci``, chosen by HYPOTHESIS_PROFILE."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # the tests that need hypothesis say so themselves
+        return
+    settings.register_profile("dev", max_examples=50, deadline=None)
+    settings.register_profile("ci", max_examples=200, derandomize=True, deadline=None, database=None, print_blob=True)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+_hypothesis_profiles()  # before the test modules are imported: their settings() build on the profile
+
+
+# ------------------------------------------------------------------------ torch
+
+TORCH_THREADS = 1  # torch's own thread pool fights numba's and the other jobs' for a CI machine's few cores
+
+
+@pytest.fixture(scope="session")
+def torch_threads():
+    """torch on TORCH_THREADS threads for the rest of the session (set once, the first time a
+    test asks); nothing when torch is not installed (the tests that need it skip themselves)."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    torch.set_num_threads(TORCH_THREADS)
+    return TORCH_THREADS
+
+
 def pytest_sessionstart(session):
     """Say so when the suite will compile the package: minutes of dots, otherwise unexplained."""
     from beggar_env import jit, warmup
@@ -204,6 +312,58 @@ def read_only_runner():
     if setpriv is None:
         pytest.skip("running as root without setpriv: cannot make a folder unwritable")
     return (setpriv, "--inh-caps=-dac_override", "--bounding-set=-dac_override")
+
+
+# -------------------------------------------------------------- the command, run
+
+COMPILE_NOTICE = "beggar: preparing the compiled engine ("  # what the command prints first on a cold cache
+
+
+def without_notice(stderr):
+    """``stderr`` without the line the command prints when it compiles the engine (a cold
+    numba cache: beggar_env/cli/commands.py, _compiling_notice), so that a check of its
+    lines sees what a warm run prints."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith(COMPILE_NOTICE))
+
+
+def beggar(*args, cwd=None, env=None, timeout=300, prefix=(), keep_notice=False):
+    """``beggar ARGS`` run to its end in a child process (``python -m beggar_env.cli``, with
+    ``prefix`` before it, ``env`` added to the environment), its output captured as text.
+    The compile notice is taken out of its stderr (:func:`without_notice`) unless
+    ``keep_notice``."""
+    run = subprocess.run(
+        [*prefix, sys.executable, "-m", "beggar_env.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+    if not keep_notice:
+        run.stderr = without_notice(run.stderr)
+    return run
+
+
+def beggar_in_process(capsys, *args):
+    """``beggar ARGS`` run in this process (:func:`beggar_env.cli.main`), for the checks that
+    read no more than its exit status and output: a finished child's returncode, stdout and
+    stderr (the compile notice taken out), from ``capsys``."""
+    from beggar_env import cli
+
+    capsys.readouterr()  # what earlier calls printed
+    status = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["beggar", *args], status, out, without_notice(err))
+
+
+def one_line(run, status, *words):
+    """``run`` (a finished child or anything with ``returncode`` and ``stderr``) failed with
+    ``status`` and one line on stderr, no traceback, the line holding every one of ``words``."""
+    lines = without_notice(run.stderr).strip().splitlines()
+    assert run.returncode == status, run.stderr
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
 
 
 def beggar_process(*args, env=None, cwd=None):

@@ -66,6 +66,7 @@ def check_game(deal, max_positions=None):
     return len(positions)
 
 
+@pytest.mark.slow
 def test_every_predecessor_in_the_record_games_plays_forward_to_its_position(vectors):
     records = [v for v in vectors if v["name"].split()[-1].isdigit() or "Casella" in v["name"]]
     assert len(records) >= 5
@@ -74,7 +75,7 @@ def test_every_predecessor_in_the_record_games_plays_forward_to_its_position(vec
     )  # every trick of the records, and Casella's cycle
 
 
-@pytest.mark.parametrize("players", [2, 3, 4])
+@pytest.mark.parametrize("players", [2, 3, pytest.param(4, marks=pytest.mark.slow)])
 def test_every_predecessor_in_random_games_plays_forward_to_its_position(players):
     assert sum(check_game(deal, 400) for deal in beggar_env.random_deals(20, players, seed=players)) > 20 * 20
 
@@ -121,6 +122,7 @@ def test_predecessors_are_exactly_those_of_a_brute_force_over_every_position(dec
     assert with_some > 10 and checked > with_some
 
 
+@pytest.mark.slow
 def test_batch_counts_match_the_one_position_call():
     rng = random.Random(5)
     rows = []

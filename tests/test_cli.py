@@ -1,11 +1,11 @@
-"""The `beggar` command, run as a user runs it: in a subprocess."""
+"""The `beggar` command, run as a user runs it: in a subprocess (the slow tests); its
+refusals of bad input, which read only the exit status and the output, in this process."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import beggar, beggar_in_process, without_notice
 
 import beggar_env
 
@@ -13,16 +13,14 @@ KLEBER = "---JQ---K-A----A-J-K---QK-/-J-----------AJQA----K---Q"
 CASELLA = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"
 
 
-def beggar(*args):
-    return subprocess.run([sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=300)
-
-
+@pytest.mark.slow
 def test_play_reports_the_record_game():
     run = beggar("play", KLEBER)
     assert run.returncode == 0, run.stderr
     assert "seat 0 wins after 5790 cards and 805 tricks" in run.stdout
 
 
+@pytest.mark.slow
 def test_play_reports_casella_as_a_cycle_with_its_figures():
     run = beggar("play", CASELLA, "--json")
     assert run.returncode == 0, run.stderr
@@ -34,6 +32,7 @@ def test_play_reports_casella_as_a_cycle_with_its_figures():
     assert "474 cards, 66 tricks" in text and "34 cards, 4 tricks" in text and "440 cards, 62 tricks" in text
 
 
+@pytest.mark.slow
 def test_play_json_matches_the_api():
     deal = str(beggar_env.random_deal(3, seed=11))
     out = json.loads(beggar("play", deal, "--json", "--max-cards", "60").stdout)
@@ -46,6 +45,7 @@ def test_play_json_matches_the_api():
     )
 
 
+@pytest.mark.slow
 def test_trace_accounts_for_every_trick():
     deal = "-A-A-K-K-Q-Q-J-J----------/----------J-J-Q-Q-K-K-A-A-"
     out = json.loads(beggar("play", deal, "--trace", "--json").stdout)
@@ -59,12 +59,14 @@ def test_trace_accounts_for_every_trick():
     assert sum(line.startswith("trick") for line in text) == 21
 
 
+@pytest.mark.slow
 def test_trace_of_a_limited_game_ends_mid_trick():
     out = json.loads(beggar("play", KLEBER, "--trace", "--json", "--max-cards", "10").stdout)
     assert out["outcome"] == "limit" and out["cards"] == 10
     assert out["trace"][-1]["cards"] == 10
 
 
+@pytest.mark.slow
 def test_simulate_summary_and_raw_results(tmp_path):
     path = tmp_path / "runs.npz"
     run = beggar("simulate", "--games", "3000", "--players", "3", "--seed", "5", "--out", str(path))
@@ -81,6 +83,7 @@ def test_simulate_summary_and_raw_results(tmp_path):
     assert set(raw["results"]["outcome"]) <= {"win", "cycle", "limit"}
 
 
+@pytest.mark.slow
 def test_simulate_is_reproducible_from_its_printed_seed():
     first = beggar("simulate", "--games", "500", "--json")
     seed = json.loads(first.stdout)["seed"]
@@ -107,8 +110,8 @@ def test_simulate_is_reproducible_from_its_printed_seed():
         (["fly"], ["fly"]),
     ],
 )
-def test_bad_input_gives_one_line_and_status_2(args, words):
-    run = beggar(*args)
+def test_bad_input_gives_one_line_and_status_2(capsys, args, words):
+    run = beggar_in_process(capsys, *args)
     assert run.returncode == 2
     assert run.stdout == ""
     lines = run.stderr.strip().splitlines()
@@ -118,6 +121,7 @@ def test_bad_input_gives_one_line_and_status_2(args, words):
         assert word in lines[0]
 
 
+@pytest.mark.slow
 def test_dataset_command_saves_what_the_api_generates(tmp_path):
     from beggar_env import datasets
 
@@ -139,8 +143,8 @@ def test_dataset_command_saves_what_the_api_generates(tmp_path):
         (["dataset", "--games", "5", "--observation", "secret", "--out", "x.npz"], "--observation"),
     ],
 )
-def test_dataset_bad_input(args, word):
-    run = beggar(*args)
+def test_dataset_bad_input(capsys, args, word):
+    run = beggar_in_process(capsys, *args)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr
 
 
@@ -156,17 +160,19 @@ def test_dataset_bad_input(args, word):
         ["dataset", "--games", "10", "--max-cards", "99999999999999999999", "--out", "x.npz"],
     ],
 )
-def test_limits_beyond_the_engine_are_refused_in_one_line(args):
-    run = beggar(*args)
+def test_limits_beyond_the_engine_are_refused_in_one_line(capsys, args):
+    run = beggar_in_process(capsys, *args)
     assert run.returncode == 2 and run.stdout == ""
     assert len(run.stderr.strip().splitlines()) == 1 and "9,223,372,036,854,775,807" in run.stderr
 
 
+@pytest.mark.slow
 def test_the_largest_limit_plays_as_no_limit():
     run = beggar("play", KLEBER, "--max-cards", "9223372036854775807", "--json")
     assert json.loads(run.stdout)["cards"] == 5790
 
 
+@pytest.mark.slow
 def test_out_gets_its_suffix_and_the_real_path_is_printed(tmp_path):
     run = beggar("simulate", "--games", "1", "--seed", "3", "--out", str(tmp_path / "runs"))
     assert run.returncode == 0, run.stderr
@@ -189,9 +195,9 @@ def test_out_gets_its_suffix_and_the_real_path_is_printed(tmp_path):
         ),  # an empty folder takes shards
     ],
 )
-def test_an_out_folder_is_refused_before_any_work(tmp_path, command, outs):
+def test_an_out_folder_is_refused_before_any_work(capsys, tmp_path, command, outs):
     for out in outs:
-        run = beggar(*command, "--out", out.format(tmp=tmp_path))
+        run = beggar_in_process(capsys, *command, "--out", out.format(tmp=tmp_path))
         assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert "--out" in run.stderr
     assert list(tmp_path.iterdir()) == []
@@ -204,19 +210,21 @@ def test_memory_beyond_what_is_available_is_refused_in_one_line(monkeypatch, cap
     assert (
         cli.main(["dataset", "--games", "2000", "--seed", "1", "--out", str(tmp_path / "d.npz"), "--no-progress"]) == 2
     )
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_notice(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and "needs" in err[0] and "MiB" in err[0] and "fewer" in err[0]
     assert cli.main(["simulate", "--games", "100000", "--seed", "1", "--json", "--no-progress"]) == 2
     assert "--out" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_simulate_summarises_in_blocks_what_it_would_save(tmp_path):
     summary = beggar("simulate", "--games", "300000", "--players", "4", "--seed", "8")
     saved = beggar("simulate", "--games", "300000", "--players", "4", "--seed", "8", "--out", str(tmp_path / "r.npz"))
     assert summary.stdout.splitlines()[:-1] == saved.stdout.splitlines()[:-2]  # all but the speed and the path
 
 
+@pytest.mark.slow
 def test_version_and_usage():
     version = beggar("--version")
     assert version.returncode == 0 and version.stdout.startswith(f"beggar {beggar_env.__version__} (numba ")

@@ -16,6 +16,8 @@ import pytest
 import beggar_env  # noqa: F401 (registers Beggar-v0)
 from beggar_env import datasets
 
+pytestmark = pytest.mark.slow  # each client's real job: training, a child process, or seconds of imports
+
 
 def child(code, timeout=600, env=None):
     """Run ``code`` in a fresh interpreter: its imports happen in the order it gives them."""
@@ -50,7 +52,7 @@ def test_sb3_make_vec_env_trains_ppo_without_pillow():
     assert out.split() == ["2", "128"]
 
 
-def test_recurrent_ppo_learns_and_carries_its_state_through_an_episode():
+def test_recurrent_ppo_learns_and_carries_its_state_through_an_episode(torch_threads):
     pytest.importorskip("sb3_contrib")
     from gymnasium.wrappers import FlattenObservation
     from sb3_contrib import RecurrentPPO
@@ -72,15 +74,20 @@ def test_recurrent_ppo_learns_and_carries_its_state_through_an_episode():
 
 def test_torchrl_gym_env_after_importing_the_package_first():
     """TorchRL asks importlib.util.find_spec('gymnasium') at import: after `import
-    beggar_env` (which waits for Gymnasium to register), the env must still be found."""
+    beggar_env` (which waits for Gymnasium to register), the env must still be found.
+    Seeded (the deals and torch's random actions): an unseeded deal could last more than
+    the rollout's 1000 steps (about one game in a hundred)."""
     pytest.importorskip("torchrl")
     out = child(
         """
         import beggar_env
+        import torch
         import torchrl
         from torchrl.envs import GymEnv
         from torchrl.envs.utils import check_env_specs
+        torch.manual_seed(0)
         env = GymEnv("Beggar-v0")
+        env.set_seed(0)
         check_env_specs(env)
         rollout = env.rollout(1000)
         print(int(rollout["next", "done"].sum()), rollout.batch_size[0], tuple(rollout["hand_sizes"].shape[1:]))

@@ -5,9 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from beggar_env import core
 
 
+@pytest.mark.slow
 def test_code_cached_by_different_processes_runs_right_together(tmp_path):
     # numba names compiled code after a per-process counter of record types unless
     # core renames it: then two processes cache one name for a 2- and a 3-player state,
@@ -32,6 +35,7 @@ def test_capacity_holds_every_card_and_is_a_power_of_two():
         assert capacity >= n and capacity & (capacity - 1) == 0
 
 
+@pytest.mark.slow
 def test_the_engine_runs_as_plain_python_with_the_jit_disabled():
     code = (
         "import json, beggar_env as b; "

@@ -64,6 +64,7 @@ def test_random_deals_match_the_independent_counter(n_players):
         check_deal(deal, n_players)
 
 
+@pytest.mark.slow
 def test_small_deals_with_eliminations_and_cycles_match_the_independent_counter():
     rng = random.Random(7)
     seen = Counter()

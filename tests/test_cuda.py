@@ -18,7 +18,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pytest
-from conftest import vector_expected
+from conftest import beggar_in_process, vector_expected
 
 import beggar_env
 from beggar_env import core, datasets, gpu
@@ -58,13 +58,14 @@ def _finds(report):
 # ---------------------------------------------------------------- the child run
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(SIMULATED, reason="this is the simulator's run")
 @pytest.mark.skipif(not HAVE_NUMBA_CUDA, reason="numba-cuda is not installed: pip install 'beggar-env[cuda]'")
 def test_the_cuda_tests_under_the_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     started = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(Path(__file__))],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--all", str(Path(__file__))],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -80,7 +81,7 @@ def test_the_cuda_tests_under_the_simulator():
 
 
 @pytest.mark.skipif(SIMULATED, reason="the simulator stands in for a GPU")
-def test_without_a_gpu_or_the_extra_the_backend_is_refused_in_one_line():
+def test_without_a_gpu_or_the_extra_the_backend_is_refused_in_one_line(capsys):
     error = ImportError if not HAVE_NUMBA_CUDA else ValueError
     if HAVE_NUMBA_CUDA:
         from numba import cuda
@@ -90,12 +91,7 @@ def test_without_a_gpu_or_the_extra_the_backend_is_refused_in_one_line():
     with pytest.raises(error, match="beggar-env\\[cuda\\]" if error is ImportError else "GPU") as raised:
         beggar_env.simulate(4, seed=1, backend="cuda")
     assert "\n" not in str(raised.value)
-    run = subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "4", "--seed", "1", "--backend", "cuda"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = beggar_in_process(capsys, "simulate", "--games", "4", "--seed", "1", "--backend", "cuda")
     assert run.returncode == 2
     assert len(run.stderr.strip().splitlines()) == 1 and "--backend cuda" in run.stderr, run.stderr
     assert "Traceback" not in run.stderr

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import beggar
 from reference import play_reference
 
 import beggar_env
@@ -94,7 +95,13 @@ def brute_force_census(deck, n_players):
 
 
 @pytest.mark.parametrize(
-    "deck, players", [("JJKK" + "-" * 7, 2), ("JJKK" + "-" * 7, 3), ("JJKK" + "-" * 7, 4), ("JJQQK" + "-" * 6, 2)]
+    "deck, players",
+    [
+        pytest.param("JJKK" + "-" * 7, 2, marks=pytest.mark.slow),  # 5 to 8 s each (most deals cycle, played out)
+        pytest.param("JJKK" + "-" * 7, 3, marks=pytest.mark.slow),
+        pytest.param("JJKK" + "-" * 7, 4, marks=pytest.mark.slow),
+        ("JJQQK" + "-" * 6, 2),
+    ],
 )
 def test_the_census_of_every_deal_matches_a_brute_force(deck, players):
     games, ended, longest, cycles = brute_force_census(deck, players)
@@ -148,29 +155,20 @@ def test_bad_input_is_refused_naming_what_is_wrong(call, error, message):
         call()
 
 
-def run_cli(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
-    )
-
-
-def error_lines(run):
-    """stderr's lines, less the notice that the engine is being compiled (a cold cache)."""
-    return [line for line in run.stderr.strip().splitlines() if not line.startswith("beggar: preparing the compiled")]
-
-
+@pytest.mark.slow
 def test_the_command_writes_its_census_and_refuses_bad_input_in_one_line(tmp_path):
-    run = run_cli(
+    run = beggar(
         "cycles", "census", "--source", "every", "--deck", "JJKK" + "-" * 7, "--out", "c", "--no-progress",
-        cwd=tmp_path,
+        cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     record = json.loads((tmp_path / "c.json").read_text())
     assert record["kind"] == "beggar-cycles-census" and record["games"] == 1980
     assert sorted(c["key"] for c in record["cycles"]) == sorted(census.census(2, "every", deck="JJKK" + "-" * 7).cycles)
-    run = run_cli(
-        "cycles", "extend", "--deal", LOCAL_4081, "--offsets", "5", "--max-nodes", "3000", "--out", "e", cwd=tmp_path
-    )
+    run = beggar(
+        "cycles", "extend", "--deal", LOCAL_4081, "--offsets", "5", "--max-nodes", "3000", "--out", "e",
+        cwd=tmp_path, timeout=600,
+    )  # fmt: skip
     assert run.returncode == 0, run.stderr
     record = json.loads((tmp_path / "e.json").read_text())
     assert record["kind"] == "beggar-cycles-extend" and record["cards"] == 4081 and record["starts"] == 5
@@ -180,8 +178,8 @@ def test_the_command_writes_its_census_and_refuses_bad_input_in_one_line(tmp_pat
         ["cycles", "extend", "--deal", "-A/--", "--offsets", "0"],
         ["cycles", "extend", "--deal", "-A/-Z"],
     ):
-        bad = run_cli(*args, cwd=tmp_path)
-        assert bad.returncode == 2 and len(error_lines(bad)) == 1, bad.stderr
+        bad = beggar(*args, cwd=tmp_path, timeout=600)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
 def published_deals():
@@ -265,6 +263,7 @@ def test_extend_refuses_bad_settings():
         reconstruct.extend(LOCAL_4081, beam=0)
 
 
+@pytest.mark.slow
 def test_a_census_resumed_from_its_partial_record_is_the_whole(tmp_path):
     """``partial`` gives the census of the positions done so far; written as the command's
     checkpoint, ``--resume`` continues it, and the merged census is the one-run census."""
@@ -281,7 +280,9 @@ def test_a_census_resumed_from_its_partial_record_is_the_whole(tmp_path):
         "cycles": [vars(c) for c in part.cycles.values()],
     }  # fmt: skip
     (tmp_path / "c.json").write_text(json.dumps(record))
-    run = run_cli("cycles", "census", "--source", "every", "--deck", deck, "--out", "c", "--resume", cwd=tmp_path)
+    run = beggar(
+        "cycles", "census", "--source", "every", "--deck", deck, "--out", "c", "--resume", cwd=tmp_path, timeout=600
+    )
     assert run.returncode == 0, run.stderr
     got = json.loads((tmp_path / "c.json").read_text())
     whole = census.census(2, "every", deck=deck)
@@ -289,8 +290,8 @@ def test_a_census_resumed_from_its_partial_record_is_the_whole(tmp_path):
     assert (got["games"], got["ended"], got["longest"]["cards"]) == (whole.games, whole.ended, whole.longest_cards)
     assert {c["key"]: c["reached"] for c in got["cycles"]} == {k: c.reached for k, c in whole.cycles.items()}
     for args in (["--deck", deck, "--resume"], ["--deck", deck, "--out", "c", "--resume"], ["--out", "c", "--resume"]):
-        bad = run_cli("cycles", "census", "--source", "every", *args, cwd=tmp_path)
-        assert bad.returncode == 2 and len(error_lines(bad)) == 1, bad.stderr
+        bad = beggar("cycles", "census", "--source", "every", *args, cwd=tmp_path, timeout=600)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
 # ----------------------------------------------------------- counts past int64

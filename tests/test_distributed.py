@@ -4,12 +4,12 @@ job, for `simulate` and for `search`, from the API and from the command line. On
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import beggar, beggar_in_process
 
 import beggar_env
 from beggar_env.cycles import census
@@ -37,6 +37,7 @@ def squares(ray_cluster):  # not kept between tests: its workers hold every CPU 
         yield workers
 
 
+@pytest.mark.slow
 def test_workers_gather_in_task_order_or_as_they_come(squares):
     tasks = [(lo, lo + 7) for lo in range(0, 210, 7)]
     ordered = list(squares.ordered(tasks))
@@ -48,6 +49,7 @@ def test_workers_gather_in_task_order_or_as_they_come(squares):
     assert squares.startup_seconds > 0 and squares.warm_seconds >= 0
 
 
+@pytest.mark.slow
 def test_workers_take_tasks_only_as_they_free_up(squares):
     pulled = []
 
@@ -65,6 +67,7 @@ def test_workers_take_tasks_only_as_they_free_up(squares):
 # ---------------------------------------------------------------- simulate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("players", [2, 3])
 def test_simulate_on_ray_gives_the_local_results(ray_cluster, players):
     local = beggar_env.simulate(150_000, n_players=players, seed=40 + players, max_cards=3000)
@@ -72,6 +75,7 @@ def test_simulate_on_ray_gives_the_local_results(ray_cluster, players):
     assert on_ray.dtype == local.dtype and np.array_equal(on_ray, local)
 
 
+@pytest.mark.slow
 def test_simulate_on_ray_plays_given_deals_and_blocks_in_order(ray_cluster):
     deals = [str(deal) for deal in beggar_env.random_deals(3_000, 4, seed=5)]
     assert np.array_equal(beggar_env.simulate(deals, backend="ray"), beggar_env.simulate(deals))
@@ -92,6 +96,7 @@ def test_simulate_on_ray_plays_given_deals_and_blocks_in_order(ray_cluster):
 # ------------------------------------------------------------------- search
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["random", "local"])
 def test_search_on_ray_finds_the_deals_of_a_local_run(ray_cluster, strategy):
     options = dict(strategy=strategy, deals=40_000, walk_steps=700, seed=17, top=6)
@@ -103,6 +108,7 @@ def test_search_on_ray_finds_the_deals_of_a_local_run(ray_cluster, strategy):
     assert on_ray.startup_seconds > 0 and local.startup_seconds == 0
 
 
+@pytest.mark.slow
 def test_a_ray_run_resumes_locally_and_back(ray_cluster, tmp_path):
     path = tmp_path / "finds.jsonl"
     search(2, deals=30_000, seed=4, top=5, out=path, backend="ray")
@@ -116,6 +122,7 @@ def test_a_ray_run_resumes_locally_and_back(ray_cluster, tmp_path):
 # ------------------------------------------------------------------- census
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "players, source, first", [(2, "every", 20_000_000), (3, "random", 0)], ids=["every-2p", "random-3p"]
 )
@@ -132,12 +139,7 @@ def test_a_census_on_ray_is_the_local_census(ray_cluster, monkeypatch, players, 
 # -------------------------------------------------------------- the command
 
 
-def beggar(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
-
-
+@pytest.mark.slow
 def test_the_commands_join_a_cluster_by_its_address(ray_cluster, tmp_path):
     run = beggar(
         "search", "--ray", ray_cluster, "--deals", "30000", "--seed", "9", "--top", "3", "--out", "f", cwd=tmp_path
@@ -154,6 +156,7 @@ def test_the_commands_join_a_cluster_by_its_address(ray_cluster, tmp_path):
         assert np.array_equal(saved[name], local[name]), name
 
 
+@pytest.mark.slow
 def test_beggar_cycles_census_on_ray_writes_the_local_census(ray_cluster, tmp_path):
     deck = "JJQQKKAA--------"
     run = beggar(
@@ -169,6 +172,7 @@ def test_beggar_cycles_census_on_ray_writes_the_local_census(ray_cluster, tmp_pa
     assert "--threads is for a local run" in refused.stderr
 
 
+@pytest.mark.slow
 def test_beggar_dataset_writes_its_shards_on_ray(ray_cluster, tmp_path):
     pytest.importorskip("pyarrow")
     from beggar_env import datasets
@@ -190,8 +194,9 @@ def test_beggar_dataset_writes_its_shards_on_ray(ray_cluster, tmp_path):
         (["--out", "d", "--threads", "2"], "--threads is for a local run"),
     ],
 )
-def test_beggar_dataset_on_ray_refuses_what_it_cannot_do(tmp_path, extra, message):
-    run = beggar("dataset", "--ray", "--games", "10", *extra, cwd=tmp_path)
+def test_beggar_dataset_on_ray_refuses_what_it_cannot_do(tmp_path, monkeypatch, capsys, extra, message):
+    monkeypatch.chdir(tmp_path)
+    run = beggar_in_process(capsys, "dataset", "--ray", "--games", "10", *extra)
     assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr
     assert os.listdir(tmp_path) == []
 
@@ -199,6 +204,7 @@ def test_beggar_dataset_on_ray_refuses_what_it_cannot_do(tmp_path, extra, messag
 # ------------------------------------------------------------------ datasets
 
 
+@pytest.mark.slow
 def test_a_dataset_written_on_ray_is_the_local_one_byte_for_byte(ray_cluster, tmp_path):
     pytest.importorskip("pyarrow")
     from beggar_env.datasets import shards

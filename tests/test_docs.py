@@ -34,10 +34,23 @@ SMALLER = {  # a published size -> the size the test runs
 SIZE = re.compile("|".join(re.escape(size) for size in SMALLER))
 
 
+# A snippet is slow (pytest --all, -m slow) when it, or an earlier snippet of its page that
+# it runs first, trains a model, evaluates one on the protocol's test set, or brings a client
+# (seconds to a minute each).
+SLOW_SNIPPET = re.compile(
+    r"\.(fit|learn)\(|\bevaluate\(|\b(torch|stable_baselines3|sb3_contrib|torchrl|minari|pandas|polars)\b"
+    r"|from datasets "
+)
+
+
 def snippets():
     for page in PAGES:
-        for number, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8"))):
-            yield pytest.param(page, number, id=f"{page.relative_to(REPO)}:{number}")
+        codes = BLOCK.findall(page.read_text(encoding="utf-8"))
+        for number in range(len(codes)):
+            slow = any(SLOW_SNIPPET.search(code) for code in codes[: number + 1])
+            yield pytest.param(
+                page, number, id=f"{page.relative_to(REPO)}:{number}", marks=[pytest.mark.slow] if slow else []
+            )
 
 
 def blocks(page):
@@ -79,7 +92,7 @@ def test_a_continued_snippet_runs_after_the_ones_it_continues():
 
 
 @pytest.mark.parametrize("page, number", list(snippets()))
-def test_snippet_runs(page, number, tmp_path, monkeypatch):
+def test_snippet_runs(page, number, tmp_path, monkeypatch, torch_threads):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))  # clients' stores: in the fresh folder
     monkeypatch.setenv("HF_HOME", str(tmp_path / "huggingface"))

@@ -68,6 +68,7 @@ def test_check_env_passes_for_every_combination(n_players, step_unit, observatio
         assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
 
 
+@pytest.mark.slow
 def test_registration_without_prior_import():
     code = "import gymnasium as gym; e = gym.make('beggar_env:Beggar-v0'); print(e.unwrapped.config.n_players)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -191,6 +192,7 @@ def trajectory(seed, **kwargs):
     return rows
 
 
+@pytest.mark.slow
 def test_seeded_runs_are_identical_in_one_process_and_across_processes():
     assert trajectory(7) == trajectory(7)
     assert trajectory(7) != trajectory(8)
@@ -297,6 +299,7 @@ def test_deals_given_as_deal_objects_and_rank_notation_play_exactly():
         assert steps[-1][3]["cards"] == expected.cards and steps[-1][3]["winner"] == expected.winner
 
 
+@pytest.mark.slow
 def test_help_on_the_env_works_after_importing_the_package_alone():
     code = (
         "import pydoc, beggar_env; text = pydoc.render_doc(beggar_env.envs.BeggarEnv, renderer=pydoc.plaintext); "
@@ -307,6 +310,7 @@ def test_help_on_the_env_works_after_importing_the_package_alone():
     assert run.returncode == 0 and run.stdout.split() == ["True", "True"], run.stderr
 
 
+@pytest.mark.slow
 def test_rgb_array_env_plays_without_pillow_and_only_its_picture_asks_for_it():
     """SB3's make_vec asks for render_mode='rgb_array' whatever the training needs: the env
     must be made and played without Pillow; render() alone says how to install it."""
@@ -340,6 +344,7 @@ def test_check_env_passes_on_the_default_install_without_pillow():
     assert gym.make("Beggar-v0").metadata["render_modes"] == ["ansi", "rgb_array"]
 
 
+@pytest.mark.slow
 def test_asking_where_gymnasium_is_before_importing_it_does_not_lose_the_registration():
     """TorchRL calls importlib.util.find_spec("gymnasium") when it is imported; the env must
     still be registered when Gymnasium itself is imported afterwards."""
@@ -352,6 +357,7 @@ def test_asking_where_gymnasium_is_before_importing_it_does_not_lose_the_registr
     assert run.returncode == 0 and run.stdout.split() == ["2"], run.stderr
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_import_gymnasium_and_registers_when_it_is():
     code = (
         "import sys, beggar_env; beggar_env.play('-/-'); print('gymnasium' in sys.modules); "

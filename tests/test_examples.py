@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+pytestmark = pytest.mark.slow  # each runs a whole example in a child process
 
 
 def run(name, *args):

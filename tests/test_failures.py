@@ -12,27 +12,13 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import beggar_process, read_only_runner
+from conftest import beggar, beggar_in_process, beggar_process, one_line, read_only_runner, without_notice
 
 import beggar_env
 from beggar_env import cli, datasets, files
 from beggar_env.search import finds, search
 
 MAX = 2**63 - 1
-
-
-def beggar(*args, timeout=300, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
-
-
-def one_line(run, status, *words):
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == status, run.stderr
-    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 class FullDisk:
@@ -105,6 +91,7 @@ def test_a_second_search_on_a_file_in_use_is_refused_at_once(tmp_path):
     assert [json.loads(line)["seed"] for line in out.read_text().splitlines()[1:3]] == [1, 2]
 
 
+@pytest.mark.slow
 def test_two_search_commands_on_one_file_one_is_refused_in_one_line(tmp_path):
     out = tmp_path / "finds.jsonl"
     first = beggar_process("search", "--minutes", "0.25", "--seed", "11", "--out", str(out), "--no-progress")
@@ -137,8 +124,9 @@ def test_two_search_commands_on_one_file_one_is_refused_in_one_line(tmp_path):
         (["simulate", "--games", "10", "--out", "x" * 300], ["too long"]),
     ],
 )
-def test_counts_are_bounded_and_written_in_plain_digits(tmp_path, args, words):
-    one_line(beggar(*args, cwd=tmp_path), 2, *words)
+def test_counts_are_bounded_and_written_in_plain_digits(tmp_path, monkeypatch, capsys, args, words):
+    monkeypatch.chdir(tmp_path)
+    one_line(beggar_in_process(capsys, *args), 2, *words)
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
@@ -210,6 +198,7 @@ def test_sb3_seeds_do_not_wrap():
 # ------------------------------------------------------- one line, one status
 
 
+@pytest.mark.slow
 def test_a_resumed_file_whose_deal_does_not_replay_is_one_line_naming_it(tmp_path):
     out = tmp_path / "f.jsonl"
     search(2, deals=50, seed=3, out=out)
@@ -232,21 +221,25 @@ def test_a_resumed_file_whose_deal_does_not_replay_is_one_line_naming_it(tmp_pat
         (["simulate", "--out", "x.txt"], ["x.txt", ".npz"]),
     ],
 )
-def test_usage_errors_are_one_line(tmp_path, args, words):
-    one_line(beggar(*args, cwd=tmp_path), 2, *words)
+def test_usage_errors_are_one_line(tmp_path, monkeypatch, capsys, args, words):
+    monkeypatch.chdir(tmp_path)
+    one_line(beggar_in_process(capsys, *args), 2, *words)
 
 
+@pytest.mark.slow
 def test_the_exit_statuses_are_in_the_help():
     run = beggar("--help")
     assert run.returncode == 0 and "exit status: 0 done; 2 bad input" in run.stdout and "1 the run failed" in run.stdout
 
 
+@pytest.mark.slow
 def test_the_command_module_imports_no_numpy_so_ctrl_c_is_handled_from_the_start():
     code = "import sys, beggar_env.cli; print(sorted({'numpy', 'numba'} & set(sys.modules)))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.strip() == "[]", run.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_package_loads_is_one_line():
     code = (
         "import builtins, sys\n"
@@ -277,11 +270,12 @@ def test_a_full_disk_is_status_1_and_names_the_file_in_every_command(
     monkeypatch.chdir(tmp_path)
     full_disk(100)
     assert cli.main(args) == 1
-    err = [line for line in capsys.readouterr().err.strip().splitlines() if "preparing the compiled" not in line]
+    err = without_notice(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and "No space left on device" in err[0] and f"writing {name} failed" in err[0], err
     assert list(tmp_path.iterdir()) == []  # no partial file either
 
 
+@pytest.mark.slow
 def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp_path, full_disk):
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
@@ -292,21 +286,7 @@ def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp
     locked.chmod(0o555)
     try:
         started = time.perf_counter()
-        run = subprocess.run(
-            [
-                *read_only_runner(),
-                sys.executable,
-                "-m",
-                "beggar_env.cli",
-                "baselines",
-                "--quick",
-                "--out",
-                str(locked / "r"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        run = beggar("baselines", "--quick", "--out", str(locked / "r"), prefix=read_only_runner(), timeout=120)
         one_line(run, 2, "--out", "cannot write in")
         assert time.perf_counter() - started < 60  # before the study (80 s), not after it
     finally:
@@ -321,6 +301,7 @@ def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp
     assert sorted(p.name for p in good.iterdir()) == ["results.json"]
 
 
+@pytest.mark.slow
 def test_an_unreachable_ray_cluster_is_one_line_within_seconds():
     pytest.importorskip("ray")
     started = time.perf_counter()
@@ -354,6 +335,7 @@ def test_a_killed_runs_temporary_files_and_folders_go_at_the_next_run(tmp_path, 
     assert not os.path.exists(folder)
 
 
+@pytest.mark.slow
 def test_a_local_ray_leaves_no_session_folder(tmp_path, monkeypatch):
     pytest.importorskip("ray")
     import ray
@@ -368,6 +350,7 @@ def test_a_local_ray_leaves_no_session_folder(tmp_path, monkeypatch):
     assert not ray.is_initialized() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_ray_workers_own_error_arrives_as_itself_in_one_line(ray_cluster):
     from beggar_env import distributed
 

@@ -55,11 +55,12 @@ def exact_posterior(deal, cards_played, n_players):
     return counts / counts.sum(), {name: np.asarray(value)[None] for name, value in obs.items()}
 
 
+SLOW = pytest.mark.slow
 SMALL_DEALS = [  # 10 to 14 cards, 2 and 3 players, several court cards: many arrangements
     ("--J-Q-/-K--A-", 2, (0, 2, 4)),
-    ("-Q--J--/--A-K--", 2, (0, 3, 5)),
-    ("J---Q/-K---/--A-", 3, (0, 2, 4)),
-    ("-A--J/--Q-/-K--", 3, (0, 1, 3)),
+    pytest.param("-Q--J--/--A-K--", 2, (0, 3, 5), marks=SLOW),  # 2 to 3 s each: the first in the fast suite
+    pytest.param("J---Q/-K---/--A-", 3, (0, 2, 4), marks=SLOW),
+    pytest.param("-A--J/--Q-/-K--", 3, (0, 1, 3), marks=SLOW),
 ]
 
 
@@ -143,6 +144,7 @@ def test_simple_baselines(two_player):
     assert accuracy > ev.position_scores(most, test.labels)["accuracy"].mean() - 0.02
 
 
+@pytest.mark.slow
 def test_learned_baselines_beat_the_prior_and_counting_helps(two_player):
     train, test = two_player
     prior = ev.evaluate(fc.SeatPrior(2, games=20_000).fit(), test, bootstrap=50)

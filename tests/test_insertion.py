@@ -6,12 +6,11 @@ here: the cycle's positions rebuilt from the independent reference's events
 played by the reference, its cycle named as ``docs/cycles.md`` defines it."""
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import beggar
 from reference import play_reference
 from test_cycles import reference_cycle_key, trick_positions
 
@@ -93,7 +92,9 @@ def small_cycles():
     return sorted(found.cycles)
 
 
-@pytest.mark.parametrize("change", insertion.CHANGES)
+@pytest.mark.parametrize(
+    "change", [pytest.param(c, marks=pytest.mark.slow) if c == "insert" else c for c in insertion.CHANGES]
+)  # insert: 8 s
 def test_one_level_of_changes_of_larger_cycles_matches_a_brute_force(change):
     room = {0: 1, 2: 1} if change in ("insert", "pairs") else {}
     level = insertion.explore(SIXTEEN, change=change, deck=SIXTEEN_UP, levels=1, beam=10**6)[0]
@@ -161,23 +162,20 @@ def test_bad_explorations_are_refused(call, message):
         call()
 
 
+@pytest.mark.slow
 def test_beggar_cycles_grow_writes_its_levels(tmp_path, small_cycles):
     path = tmp_path / "census.json"
     path.write_text(json.dumps({"cycles": [{"key": key} for key in small_cycles]}))
-    run = subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", "cycles", "grow", "--census", str(path), "--deck", LARGER,
-         "--seed", "3", "--beam", "5", "--out", str(tmp_path / "grow.json")],
-        capture_output=True, text=True, timeout=300,
+    run = beggar(
+        "cycles", "grow", "--census", str(path), "--deck", LARGER, "--seed", "3", "--beam", "5",
+        "--out", str(tmp_path / "grow.json"),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     record = json.loads((tmp_path / "grow.json").read_text())
     levels = insertion.explore(small_cycles, deck=LARGER, beam=5, seed=3)
     assert [level["found"] for level in record["levels"]] == [len(level.found) for level in levels]
     assert [[c["key"] for c in level["kept"]] for level in record["levels"]] == [level.kept for level in levels]
-    refused = subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", "cycles", "grow", "--deck", LARGER],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    refused = beggar("cycles", "grow", "--deck", LARGER, timeout=60)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--census" in refused.stderr
 
 

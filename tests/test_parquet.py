@@ -6,7 +6,6 @@ import errno
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -16,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import beggar_process, interrupt, read_only_runner
+from conftest import beggar, beggar_in_process, beggar_process, interrupt, read_only_runner, without_notice
 
 import beggar_env
 from beggar_env import cli, core, datasets, task
@@ -396,7 +395,7 @@ def test_a_full_disk_gives_one_line_and_leaves_nothing(tmp_path, monkeypatch, ex
 def test_a_full_disk_is_one_line_and_status_1_from_the_command(tmp_path, monkeypatch, capsys):
     fill_disk_after(monkeypatch, 1_000_000)
     status = cli.main(["dataset", "--games", "2000", "--seed", "1", "--out", str(tmp_path / "d"), "--no-progress"])
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_notice(capsys.readouterr().err).strip().splitlines()
     assert status == 1 and len(err) == 1 and "No space left on device" in err[0] and "nothing was kept" in err[0]
     assert list(tmp_path.iterdir()) == []
 
@@ -416,12 +415,7 @@ def test_an_error_while_writing_removes_the_shard_being_written(tmp_path, monkey
 # ------------------------------------------------------------- the command
 
 
-def beggar(*args, **kwargs):
-    return subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", *args], capture_output=True, text=True, timeout=300, **kwargs
-    )
-
-
+@pytest.mark.slow
 def test_the_command_streams_what_the_api_generates(tmp_path):
     out = tmp_path / "d"
     args = ["--games", "300", "--players", "3", "--samples", "trick", "--seed", "6", "--split", "train=0.8,test=0.2"]
@@ -444,14 +438,16 @@ def test_the_command_streams_what_the_api_generates(tmp_path):
         (["--game-weights", "--out", "x.npz"], ["--game-weights", "--out DIR"]),
     ],
 )
-def test_bad_parquet_options_give_one_line(tmp_path, args, words):
-    run = beggar("dataset", "--games", "10", "--out", str(tmp_path / "d"), *args, cwd=tmp_path)
+def test_bad_parquet_options_give_one_line(tmp_path, monkeypatch, capsys, args, words):
+    monkeypatch.chdir(tmp_path)
+    run = beggar_in_process(capsys, "dataset", "--games", "10", "--out", str(tmp_path / "d"), *args)
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and run.stdout == "", run.stderr
     assert all(word in lines[0] for word in words)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_out_that_is_not_empty_or_writable_gives_one_line(tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "mine").write_text("")
@@ -459,12 +455,7 @@ def test_out_that_is_not_empty_or_writable_gives_one_line(tmp_path):
     assert run.returncode == 2 and "--out" in run.stderr and "not empty" in run.stderr
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
-    run = subprocess.run(
-        [*read_only_runner(), sys.executable, "-m", "beggar_env.cli", "dataset", "--games", "10", "--out", str(locked)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = beggar("dataset", "--games", "10", "--out", str(locked), prefix=read_only_runner())
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and "permission denied" in lines[0], run.stderr
     assert list(locked.iterdir()) == [] and os.listdir(tmp_path / "full") == ["mine"]
@@ -474,7 +465,7 @@ def test_without_pyarrow_the_command_says_how_to_install_it(tmp_path, monkeypatc
     for name in [name for name in sys.modules if name == "pyarrow" or name.startswith("pyarrow.")]:
         monkeypatch.setitem(sys.modules, name, None)
     status = cli.main(["dataset", "--games", "10", "--out", str(tmp_path / "d")])
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_notice(capsys.readouterr().err).strip().splitlines()
     assert status == 2 and len(err) == 1 and "pip install 'beggar-env[parquet]'" in err[0] and ".npz" in err[0]
     assert list(tmp_path.iterdir()) == []
     assert cli.main(["dataset", "--games", "10", "--seed", "1", "--out", str(tmp_path / "d.npz"), "--no-progress"]) == 0
@@ -489,6 +480,7 @@ def start_long_run(out, *args):
     return beggar_process("dataset", "--games", "3000000", "--seed", "1", "--out", str(out), *args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
 )
@@ -502,6 +494,7 @@ def test_ctrl_c_and_sigterm_stop_within_a_second_and_leave_nothing(tmp_path, sig
     assert sorted(os.listdir(tmp_path)) == ["empty", "warm"]
 
 
+@pytest.mark.slow
 def test_a_crash_leaves_the_folder_marked_incomplete(tmp_path):
     out = tmp_path / "d"
     process = start_long_run(out, "--shard-games", "4096")

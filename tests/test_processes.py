@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import beggar_process, interrupt, read_only_runner
+from conftest import COMPILE_NOTICE, beggar, beggar_process, interrupt, read_only_runner
 
 import beggar_env
 from beggar_env import files
@@ -49,6 +49,7 @@ def use(seed):
 """
 
 
+@pytest.mark.slow
 def test_a_forked_child_uses_everything_the_parent_used():
     code = (
         USE_EVERYTHING
@@ -70,6 +71,7 @@ print("ok", b.jit.numba.threading_layer())
     assert "fork() called from a process already using GNU OpenMP" not in run.stderr
 
 
+@pytest.mark.slow
 def test_threads_may_run_parallel_calls_at_once():
     code = (
         USE_EVERYTHING
@@ -91,6 +93,7 @@ print("ok")
 # ---------------------------------------------------------- read-only install
 
 
+@pytest.mark.slow
 def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
     site, home, cache, temporary = (tmp_path / name for name in ("site", "home", "cache", "tmp"))
     shutil.copytree(REPO / "beggar_env", site / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
@@ -135,6 +138,7 @@ def test_without_any_writable_folder_compiled_code_is_not_cached_with_one_warnin
 # ------------------------------------------------------------- numba's cache
 
 
+@pytest.mark.slow
 def test_compiled_code_is_cached_in_the_users_cache_by_build_never_beside_the_sources(tmp_path):
     """pip uninstall removes what it installed; numba's files beside the sources would stay,
     and the folder they keep hides the next (editable) install as a namespace package."""
@@ -183,12 +187,14 @@ STOPS_WITHIN = 10  # seconds: a second on a quiet machine; loose, so that a busy
 # before the fix such a run never stopped
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_beggar_play_on_a_deal_that_never_ends():
     returncode, stderr, seconds = interrupt(beggar_process("play", CASELLA, "--no-cycles"), signal.SIGINT, 3)
     assert returncode == 130 and stderr.strip() == "beggar: interrupted"
     assert seconds < STOPS_WITHIN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "call",
     [
@@ -215,6 +221,7 @@ def test_ctrl_c_stops_compiled_runs_within_a_second(call):
     assert seconds < STOPS_WITHIN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command", [["simulate", "--games", "1000000000"], ["dataset", "--games", "3000000", "--out", "data.npz"]]
 )
@@ -227,6 +234,7 @@ def test_ctrl_c_stops_long_command_runs_and_leaves_no_file(tmp_path, command):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_an_earlier_results_file_whole(tmp_path):
     earlier = tmp_path / "runs.npz"
     np.savez(earlier, cards=np.arange(3))
@@ -258,22 +266,16 @@ def test_an_interrupted_save_leaves_the_earlier_file_and_no_partial_one(tmp_path
 # -------------------------------------------------------------- first run
 
 
+@pytest.mark.slow
 def test_the_first_run_says_it_is_compiling(tmp_path):
-    run = subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
-    )
+    """The notice is one line, the one the shared helper (conftest.beggar) takes out of
+    stderr so that the checks of a command's lines hold on a cold cache too."""
+    cold = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    run = beggar("simulate", "--games", "10", "--seed", "1", timeout=600, env=cold, keep_notice=True)
     assert run.returncode == 0, run.stderr
     assert "the first run of each part compiles it" in run.stderr
-    again = subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", "simulate", "--games", "10", "--seed", "1"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
-    )
+    notices = [line for line in run.stderr.splitlines() if line.startswith(COMPILE_NOTICE)]
+    assert len(notices) == 1 and "the first run of each part compiles it" in notices[0], run.stderr
+    again = beggar("simulate", "--games", "10", "--seed", "1", timeout=600, env=cold)
     assert again.returncode == 0
     assert again.stdout.splitlines()[:3] == run.stdout.splitlines()[:3]

@@ -4,11 +4,10 @@ sees more than its declared level; paired comparisons, per-outcome calibration, 
 learned baselines' validation on whole held-out games, the Bayes forecaster's K."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import beggar_in_process
 
 from beggar_env import datasets
 from beggar_env.forecasting import Forecaster, evaluate, forecasters, protocol
@@ -144,6 +143,7 @@ def test_the_bayes_floor_is_its_log_loss_where_the_table_determines_the_outcome(
         assert row["log_loss_determined"] == pytest.approx(row["floor"])  # played once, counted K times
 
 
+@pytest.mark.slow
 def test_early_stopping_validates_on_whole_games_never_trained_on():
     data = datasets.generate(200, observation="counted", samples=8, seed=101)
     held = forecasters.held_out_games(data)
@@ -163,20 +163,15 @@ def test_early_stopping_validates_on_whole_games_never_trained_on():
         assert model.predict_proba(data.fields).shape == (len(data), 3)
 
 
-def test_a_submitted_forecaster_joins_the_tables(tmp_path):
+def test_a_submitted_forecaster_joins_the_tables(tmp_path, monkeypatch, capsys):
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
     from beggar_env.forecasting import baselines
 
     test = protocol.TestSet.generate(2, baselines.QUICK.test_games)
     path = evaluate(MostCardsByHand(), test, bootstrap=10).save(tmp_path / "mine.json")
-    run = subprocess.run(
-        [sys.executable, "-m", "beggar_env.cli", "baselines", "--forecaster", path, "--players", "2", "--out", "x"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    monkeypatch.chdir(tmp_path)
+    run = beggar_in_process(capsys, "baselines", "--forecaster", path, "--players", "2", "--out", "x")
     assert run.returncode == 2 and "a report of 150 2-player test games" in run.stderr  # not the full protocol (2,000)
     results = {"protocol": vars(baselines.QUICK) | {"bayes_sweep": []}, "players": {"2": {"reports": []}}}
     results["players"]["2"]["reports"] = [

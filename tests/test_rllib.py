@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rllib_ppo.py"
+pytestmark = pytest.mark.slow  # trains with Ray RLlib, in a child process
 
 
 def rllib_missing():

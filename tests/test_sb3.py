@@ -25,12 +25,9 @@ NEVER_ENDS = "---K---Q-KQAJ-----AAJ--J--/----------Q----KQ-J-----KA"  # Casella'
 
 
 @pytest.fixture(scope="module")
-def sb3():
+def sb3(torch_threads):
     pytest.importorskip("torch", reason=SKIP)
     pytest.importorskip("stable_baselines3", reason=SKIP)
-    import torch
-
-    torch.set_num_threads(1)
     from beggar_env.envs import sb3
 
     return sb3
@@ -270,6 +267,7 @@ def run_python(code):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
 
 
+@pytest.mark.slow
 def test_core_never_imports_torch_or_sb3():
     code = (
         "import sys, numpy as np, gymnasium as gym, beggar_env\n"
@@ -283,6 +281,7 @@ def test_core_never_imports_torch_or_sb3():
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_adapter_without_sb3_says_what_to_install():
     code = "import sys\nsys.modules['stable_baselines3'] = None\nimport beggar_env.envs.sb3\n"
     result = run_python(code)
@@ -303,6 +302,7 @@ def load_example():
     return module
 
 
+@pytest.mark.slow
 def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
     """The quick mode, run as a user runs it, trains, evaluates on the protocol's test set
     and writes the report; seeded, so running it again (here in-process) gives the same."""
@@ -331,6 +331,7 @@ def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
     assert reports[0] == reports[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [

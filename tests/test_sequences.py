@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the sequence forecasters need torch (pip install 'beggar-env[rl]')")
+pytestmark = pytest.mark.usefixtures("torch_threads")  # torch's threads, set once for the session (conftest)
 
 import gymnasium as gym  # noqa: E402
 
@@ -190,6 +191,7 @@ def test_act_resets_an_envs_memory_where_its_next_game_starts():
     assert restarted > 3  # the envs started new games along the way
 
 
+@pytest.mark.slow
 def test_training_learns_and_the_saved_forecaster_forecasts_the_same(tmp_path):
     forecaster = sequence_models.SequenceForecaster(
         2, "public", "gru", hidden=16, games=300, epochs=2, lanes=16, window=32, val_games=100, seed=7

@@ -570,6 +570,7 @@ def test_unseeded_resets_continue_the_stream_and_a_new_seed_restarts_it():
     assert np.array_equal(env.reset()[0]["hands"], second[2])
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_threads():
     code = (
         "import json, sys, numba; sys.path.insert(0, 'tests'); from test_vector_env import trajectory_hash; "
