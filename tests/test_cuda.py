@@ -253,6 +253,72 @@ def test_the_command_line_runs_on_the_backend(tmp_path):
     assert main(["search", "--deals", "10", "--backend", "cuda", *local, "--out", str(tmp_path / "g")]) == 0
 
 
+# ------------------------------------------------------------------- the census
+
+
+@simulator
+@pytest.mark.parametrize(
+    "n_players, source, deck, n, first",
+    [
+        (2, "every", "JJK-----", None, 0),  # 168 deals, 4 never end (--J-/K-J- among them)
+        (3, "every", "JJK-----", None, 0),
+        (4, "every", "JJK-----", None, 0),  # two cycles
+        (2, "random", "JJK-----", 300, 7),
+        (4, "random", "JJQQKKAA" + "-" * 8, 150, 0),
+        (2, "every", "-" * 36 + "JJJJQQQQKKKKAAAA", 40, 10**20),  # past int64: unranked from a block's prefix
+    ],
+)
+def test_the_census_on_the_gpu_is_the_cpu_census(n_players, source, deck, n, first, monkeypatch):
+    from beggar_env.cycles import census, gpu_census
+
+    cpu = census.census(n_players, source, deck=deck, n=n, first=first, seed=5, threads=1)
+    assert census.census(n_players, source, deck=deck, n=n, first=first, seed=5, backend="cuda") == cpu
+    monkeypatch.setattr(gpu_census, "SIMULATOR_LAUNCH", 97)  # many launches
+    monkeypatch.setattr(gpu_census, "CYCLE_ROOM", 1)  # launches played again with room for every key
+    assert census.census(n_players, source, deck=deck, n=n, first=first, seed=5, backend="cuda") == cpu
+    assert cpu.games == (n or census.positions.arrangements(deck)) and (bool(cpu.cycles) == (deck == "JJK-----"))
+
+
+def next_position(source, seed, deck, fixed, counts, index, cards, sizes, left):
+    """census.place with a bug: the random position of ``index + 1``. Compiled for the GPU in
+    the census module's namespace (``positions`` and ``core`` are its twins there)."""
+    positions.random_position(core.derive_key(seed, index + 1), deck, cards, sizes)  # noqa: F821
+
+
+@simulator
+def test_a_kernel_that_places_the_next_position_is_caught(monkeypatch):
+    """A planted bug: the GPU plays position ``index + 1`` where the CPU plays ``index``."""
+    from beggar_env.cycles import census, gpu_census
+    from beggar_env.gpu import kernels
+    from beggar_env.jit import jit
+
+    options = dict(deck="JJK-----", n=300, seed=5)
+    cpu = census.census(4, "random", threads=1, **options)
+    assert census.census(4, "random", backend="cuda", **options) == cpu
+    monkeypatch.setattr(census, "place", jit(next_position))
+    gpu_census.census_kernel.cache_clear()
+    kernels.twins_of.cache_clear()
+    try:
+        planted = census.census(4, "random", backend="cuda", **options)
+        assert planted != cpu and planted.games == cpu.games
+    finally:
+        gpu_census.census_kernel.cache_clear()
+        kernels.twins_of.cache_clear()
+
+
+@simulator
+def test_the_census_command_runs_on_the_backend(tmp_path):
+    from beggar_env.cli import main
+    from beggar_env.cycles import records
+
+    for backend, name in (("cuda", "gpu"), ("local", "cpu")):
+        args = ["cycles", "census", "--source", "every", "--deck", "JQK--", "--players", "3", "--seed", "1"]
+        assert main([*args, "--backend", backend, "--out", str(tmp_path / name), "--no-progress"]) == 0
+    gpu, cpu = (records.read_census(tmp_path / f"{name}.json") for name in ("gpu", "cpu"))
+    assert {k: v for k, v in gpu.items() if k != "seconds"} == {k: v for k, v in cpu.items() if k != "seconds"}
+    assert main(["cycles", "census", "--backend", "cuda", "--ray", "--positions", "3"]) == 2
+
+
 @pytest.mark.skipif(SIMULATED or not HAVE_NUMBA_CUDA, reason="needs numba-cuda and a real GPU")
 def test_on_a_real_gpu_a_hundred_thousand_games():
     from numba import cuda

@@ -20,6 +20,7 @@ replaced whole (:mod:`beggar_env.files`); ``beggar cycles census`` is this funct
 """
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -358,7 +359,7 @@ def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend
         elif backend == "cuda":
             from . import gpu_census
 
-            gpu_census.play(job, counts, first, n, merged)
+            gpu_census.play(sys.modules[__name__], job, counts, first, n, merged)  # its functions, on the GPU
         else:
             _census_here(job, counts, first, n, threads, merged)
     except BaseException:

@@ -27,7 +27,7 @@ from numba import cuda  # a global, which the simulator swaps for its own in a r
 
 from .. import core, gpu
 from ..gpu import kernels
-from . import census, positions
+from . import positions
 
 LAUNCH_POSITIONS = 1 << 26  # positions per launch (about a second of an H200 at 10^8 a second)
 SIMULATOR_LAUNCH = 1 << 9  # the simulator plays a block's threads as Python threads: slowly
@@ -38,13 +38,14 @@ CENSUS_FUNCTIONS = ("write_key", "_less", "cycle_key", "play_to_cycle", "place")
 
 
 @functools.cache
-def census_kernel(n_players, n_cards, threads):
+def census_kernel(census, n_players, n_cards, threads):
     """The kernel of a launch: ``kernel[blocks, threads](source, seed, deck, fixed,
     counts, first, n, stats, keys, periods, n_cycles)`` plays positions ``first .. first +
     n - 1`` (as :func:`census.place` places them); ``stats[b]``: block ``b``'s games that
     ended, and its longest (cards, tricks, index from ``first``, -1 for none); each game
     that never ends adds its key and period (cards, tricks) at ``n_cycles[0]`` (counted
-    beyond the buffer's room, written within it)."""
+    beyond the buffer's room, written within it). ``census``: the census module (handed
+    over by it: this module imports nothing that imports it)."""
     twins = kernels.twins_of(census, CENSUS_FUNCTIONS, (("positions", positions, POSITIONS_FUNCTIONS),))
     place, play_to_cycle, cycle_key = twins["place"], twins["play_to_cycle"], twins["cycle_key"]
     state_type, result_type, progress_type = kernels.record_types(n_players, core.capacity_for(n_cards))
@@ -104,13 +105,13 @@ def launch_size():
     return SIMULATOR_LAUNCH if gpu.simulated() else LAUNCH_POSITIONS
 
 
-def play(job, counts, first, n, merged):
-    """``job``'s positions ``first .. first + n - 1`` (a :class:`census._RangeJob`'s
-    settings) on the GPU, in launches; ``merged(part, m)`` after each, with the
-    :class:`census.Census` of its ``m`` positions."""
+def play(census, job, counts, first, n, merged):
+    """``job``'s positions ``first .. first + n - 1`` (a ``census._RangeJob``'s settings)
+    on the GPU, in launches; ``merged(part, m)`` after each, with the ``census.Census`` of
+    its ``m`` positions. ``census``: the census module, which calls this."""
     deck_classes = np.repeat(np.arange(core.N_CLASSES, dtype=np.int8), counts)
     n_cards, threads = len(deck_classes), gpu.threads_per_block()
-    kernel = census_kernel(job.n_players, n_cards, threads)
+    kernel = census_kernel(census, job.n_players, n_cards, threads)
     if job.source == "random":
         ranges = [(0, deck_classes, len(deck_classes), counts, first, n, 0)]
     else:
@@ -122,13 +123,15 @@ def play(job, counts, first, n, merged):
         deck, rest = cuda.to_device(np.ascontiguousarray(deck, np.int8)), cuda.to_device(np.asarray(rest, np.int64))
         for lo in range(local, local + size, launch_size()):
             m = min(launch_size(), local + size - lo)
-            part = _launch(kernel, threads, source, job.seed, deck, fixed, rest, lo, m, n_cards + job.n_players - 1)
+            part = _launch(
+                census, kernel, threads, source, job.seed, deck, fixed, rest, lo, m, n_cards + job.n_players - 1
+            )
             if part.longest_index >= 0:
                 part.longest_index += offset
             merged(part, m)
 
 
-def _launch(kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length, room=CYCLE_ROOM):
+def _launch(census, kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length, room=CYCLE_ROOM):
     blocks = gpu.blocks_for(m, 4 * threads)
     stats = cuda.device_array((blocks, 4), np.int64)
     keys = cuda.device_array((room, key_length), np.int8)
@@ -138,7 +141,7 @@ def _launch(kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length,
     kernel[blocks, threads](*settings, stats, keys, periods, n_cycles)
     reached = int(n_cycles.copy_to_host()[0])
     if reached > room:  # rare: the same positions again, with room for every key
-        return _launch(kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length, reached)
+        return _launch(census, kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length, reached)
     stats = stats.copy_to_host()
     part = census.Census(games=m, ended=int(stats[:, STAT_ENDED].sum()))
     for row in stats[stats[:, STAT_INDEX] >= 0]:
