@@ -1,13 +1,18 @@
 """The engine on a GPU (backend="cuda") against the CPU engine, in one run.
 
     python benchmarks/bench_gpu.py [--quick] [--games N] [--walks N] [--walk-steps N]
-                                   [--positions N] [--k K] [--simulator | --ptx]
+                                   [--positions N] [--k K] [--census N] [--census-deck CARDS ...]
+                                   [--simulator | --ptx]
 
 Names the device (GPU, compute capability, CPU cores), then measures on both engines:
 deals/s of ``simulate`` (random 2-player games, cycle detection), deals/s of ``search``
-with strategy ``random`` and with strategy ``local`` (hill climbing), and cards/s of the
-Bayes forecaster's rollouts (K rollouts of each of N counted positions); prints each
-figure and the GPU/CPU ratio. Every GPU result is checked against the CPU's (a difference
+with strategy ``random`` and with strategy ``local`` (hill climbing), cards/s of the
+Bayes forecaster's rollouts (K rollouts of each of N counted positions), and deals/s of
+the cycle census (the first N deals of the 26-card deck, two of each court card and 18
+numerals, the census of Paulhus's claim); prints each figure and the GPU/CPU ratio.
+``--census-deck CARDS`` then counts every deal of each deck given on the GPU alone (the
+largest two-of-each-court decks: ``JJQQKKAA`` and 24 or 28 numerals), writing each census
+to ``census-CARDS.json`` in the current folder. Every GPU result is checked against the CPU's (a difference
 exits with status 1). Each side runs once untimed first (compilation: most of a short
 run's time on the GPU), then once timed. ``--quick`` is a short run for a GPU session's
 first look (about a minute of device time, most of it compiling); the default sizes take
@@ -27,11 +32,12 @@ import sys
 import time
 import warnings
 
-SIZES = {  # games, walks, walk steps, positions, rollouts per position
-    "default": (1 << 24, 1 << 14, 256, 20_000, 256),
-    "quick": (1 << 21, 1 << 12, 64, 2_000, 64),
-    "simulator": (200, 4, 10, 20, 8),
+SIZES = {  # games, walks, walk steps, positions, rollouts per position, census deals
+    "default": (1 << 24, 1 << 14, 256, 20_000, 256, 1 << 25),
+    "quick": (1 << 21, 1 << 12, 64, 2_000, 64, 1 << 22),
+    "simulator": (200, 4, 10, 20, 8, 300),
 }
+CENSUS_DECK = "JJQQKKAA" + "-" * 18  # 26 cards: 3,936,933,000 deals
 
 
 def _options():
@@ -42,12 +48,16 @@ def _options():
     parser.add_argument("--walk-steps", type=int, help="games per walk (default 256; quick 64)")
     parser.add_argument("--positions", type=int, help="positions for the rollouts (default 20000; quick 2000)")
     parser.add_argument("--k", type=int, help="rollouts per position (default 256; quick 64)")
+    parser.add_argument("--census", type=int, help="deals of the census compared (default 2^25; quick 2^22)")
+    parser.add_argument(
+        "--census-deck", action="append", default=[], metavar="CARDS", help="count every deal of CARDS on the GPU"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--simulator", action="store_true", help="a tiny run under numba's CUDA simulator")
     where.add_argument("--ptx", action="store_true", help="no GPU needed: compile every kernel to PTX for sm_90")
     options = parser.parse_args()
     size = "simulator" if options.simulator else "quick" if options.quick else "default"
-    for name, value in zip(("games", "walks", "walk_steps", "positions", "k"), SIZES[size]):
+    for name, value in zip(("games", "walks", "walk_steps", "positions", "k", "census"), SIZES[size]):
         if getattr(options, name) is None:
             setattr(options, name, value)
     if options.simulator:
@@ -121,6 +131,32 @@ def bench_rollouts(positions, k):
     return _compare("rollouts", "cards/s", cpu_s, gpu_s, cards, same)
 
 
+def bench_census(positions):
+    from beggar_env.cycles import census
+
+    options = dict(deck=CENSUS_DECK, n=positions)
+    cpu, cpu_s = _timed(lambda: census.census(2, "every", **options))
+    gpu, gpu_s = _timed(lambda: census.census(2, "every", backend="cuda", **options))
+    return _compare("census", "deals/s", cpu_s, gpu_s, positions, cpu == gpu)
+
+
+def whole_census(deck):
+    """Every deal of ``deck`` on the GPU, written to census-DECK.json; its figures printed."""
+    from beggar_env.cycles import census, positions
+
+    out = f"census-{deck}.json"
+    started = time.perf_counter()
+    found = census.census(2, "every", deck=deck, backend="cuda", out=out)
+    seconds = time.perf_counter() - started
+    deals = positions.arrangements(deck)
+    print(
+        f"census {deck}: {deals:,} deals in {seconds:,.0f} s ({deals / seconds:,.0f} deals/s on the GPU): "
+        f"{deals - found.ended:,} never end, {len(found.cycles)} distinct cycles by key, longest "
+        f"{found.longest_cards:,} cards ({found.longest_tricks} tricks, deal {found.longest_index:,}); {out}",
+        flush=True,
+    )
+
+
 def _device_line(cuda):
     import numba
 
@@ -146,6 +182,7 @@ def compile_ptx():
     # device functions are compiled for the current device's compute capability: stand one in
     numba.cuda.dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
     from beggar_env import core
+    from beggar_env.cycles import census, gpu_census
     from beggar_env.forecasting import rollouts
     from beggar_env.gpu import THREADS_PER_BLOCK, kernels
     from beggar_env.search import searchers
@@ -168,6 +205,10 @@ def compile_ptx():
                 kernels.rollouts_kernel(n, capacity, rollouts),
                 (i8[:, :, :], i64[:, :], i8[:, :], i64[:], i64[:, :], t.uint8[:, :], i64[:, :], i64, i64, u64, i64)
                 + (i64[:, :], i64[:], i64[:]),
+            ),
+            "census": (
+                gpu_census.census_kernel(census, n, core.DECK_SIZE, THREADS_PER_BLOCK),
+                (i8, u64, i8[:], i64, i64[:], i64, i64, i64[:, :], i8[:, :], i64[:, :], i64[:]),
             ),
         }
         for name, (kernel, signature) in signatures.items():
@@ -199,7 +240,7 @@ def main():
     print(f"bench_gpu: {_device_line(cuda)}")
     print(
         f"bench_gpu: {options.games:,} games; {options.walks:,} walks of {options.walk_steps} games; "
-        f"{options.positions:,} positions x {options.k} rollouts",
+        f"{options.positions:,} positions x {options.k} rollouts; {options.census:,} census deals",
         flush=True,
     )
     same = [
@@ -207,7 +248,10 @@ def main():
         bench_search(options.games),
         bench_local(options.walks, options.walk_steps),
         bench_rollouts(options.positions, options.k),
+        bench_census(options.census),
     ]
+    for deck in options.census_deck:
+        whole_census(deck)
     print(f"bench_gpu: {time.perf_counter() - started:.0f} s in all, compilation included")
     return 0 if all(same) else 1
 

@@ -49,7 +49,7 @@ def census_kernel(census, n_players, n_cards, threads):
     twins = kernels.twins_of(census, CENSUS_FUNCTIONS, (("positions", positions, POSITIONS_FUNCTIONS),))
     place, play_to_cycle, cycle_key = twins["place"], twins["play_to_cycle"], twins["cycle_key"]
     state_type, result_type, progress_type = kernels.record_types(n_players, core.capacity_for(n_cards))
-    key_length = n_cards + n_players - 1
+    key_length, n_classes = n_cards + n_players - 1, core.N_CLASSES  # constants of the kernel
     records, block_range = kernels.records, kernels.block_range
 
     @cuda.jit
@@ -64,7 +64,7 @@ def census_kernel(census, n_players, n_cards, threads):
         sizes = cuda.local.array(n_players, numba.int32)
         key = cuda.local.array(key_length, numba.int8)
         scratch = cuda.local.array(key_length, numba.int8)
-        left = cuda.local.array(core.N_CLASSES, numba.int64)
+        left = cuda.local.array(n_classes, numba.int64)
         t = cuda.threadIdx.x
         lo, hi = block_range(n)
         if t == 0:
