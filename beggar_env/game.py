@@ -237,6 +237,20 @@ class _Batch:
             )
             yield lo, block
 
+    def cuda_tally(self, progress):
+        """:func:`tally` of every game, counted on the GPU launch by launch."""
+        whole = None
+        for lo in range(0, self.n_games, gpu.LAUNCH_GAMES):
+            hi = min(lo + gpu.LAUNCH_GAMES, self.n_games)
+            part = gpu.tally(
+                self.deals(lo, hi), hi - lo, self.n_players, self.capacity, self.max_cards, self.max_tricks,
+                self.detect_cycles,
+            )  # fmt: skip
+            whole = add_tallies(whole, part)
+            if progress is not None:
+                progress(hi, self.n_games)
+        return whole if whole is not None else tally_of(core.new_results(0, self.n_players))
+
     def blocks(self, block_games, threads, progress, results=None):
         """Yield (lo, results of games lo .. lo + len - 1), block after block; with
         ``results`` given (all games), the blocks are its slices, else one reused buffer."""
@@ -360,3 +374,57 @@ def _blocks(batch, block_games, threads, progress, results, backend, address):
         return batch.cuda_blocks(block_games, progress, results)
     require_ray()
     return batch.ray_blocks(block_games, address, progress, results)
+
+
+# ------------------------------------------------------------------------ tallies
+
+
+def tally_of(results) -> dict:
+    """What a summary of games needs of their result records (``simulate``'s): how many
+    games took each number of cards and of tricks (``cards[k]``: games of ``k`` cards),
+    games by outcome, wins by seat, and draws (a limit with no winner)."""
+    n_players = results.dtype["hand_sizes"].shape[0]
+    winners = results["winner"]
+    return {
+        "cards": np.bincount(results["cards"]),
+        "tricks": np.bincount(results["tricks"]),
+        "outcomes": np.bincount(results["outcome"], minlength=len(Outcome)),
+        "wins": np.bincount(winners[winners != core.NO_SEAT], minlength=n_players),
+        "draws": int(((results["outcome"] == Outcome.LIMIT) & (winners == core.NO_SEAT)).sum()),
+    }
+
+
+def add_tallies(a, b) -> dict:
+    """Two tallies as one (None: none)."""
+    if a is None:
+        return b
+    both = {}
+    for name in ("cards", "tricks"):
+        longer, shorter = sorted((a[name], b[name]), key=len, reverse=True)
+        both[name] = longer.copy()
+        both[name][: len(shorter)] += shorter
+    return {
+        **both,
+        "outcomes": a["outcomes"] + b["outcomes"],
+        "wins": a["wins"] + b["wins"],
+        "draws": a["draws"] + b["draws"],
+    }
+
+
+def tally(deals_or_count, **options) -> dict:
+    """:func:`tally_of` the games of ``simulate(deals_or_count, **options)`` (its keywords),
+    in constant memory, block after block; on a GPU (``backend="cuda"``) counted on the
+    device, so that nothing per game crosses to the host."""
+    given = inspect.signature(simulate).bind(deals_or_count, **options)
+    given.apply_defaults()
+    o = given.arguments
+    batch = _Batch.of(deals_or_count, o["n_players"], o["seed"], o["max_cards"], o["max_tricks"], o["detect_cycles"])
+    if check_backend(o["backend"], o["threads"], o["address"], BACKENDS) == "cuda":
+        checks.callback("progress", o["progress"])
+        gpu.check_options(o["threads"], batch.detect_cycles, batch.max_cards, batch.max_tricks)
+        gpu.require_cuda()
+        return batch.cuda_tally(o["progress"])
+    whole = None
+    for _, block in _blocks(batch, BLOCK_GAMES, o["threads"], o["progress"], None, o["backend"], o["address"]):
+        whole = add_tallies(whole, tally_of(block))
+    return whole if whole is not None else tally_of(core.new_results(0, batch.n_players))

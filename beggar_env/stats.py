@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from .core import NO_SEAT, Outcome
+from .core import Outcome
+from .game import tally_of
 
 PERCENTILES = (5, 25, 50, 75, 95, 99)
 
@@ -25,9 +26,14 @@ class Histogram:
         self.counts = np.zeros(0, np.int64)
 
     def add(self, values):
-        counts = np.bincount(values, minlength=len(self.counts))
-        counts[: len(self.counts)] += self.counts
-        self.counts = counts
+        self.add_counts(np.bincount(values))
+
+    def add_counts(self, counts):
+        """Add a histogram's counts (``counts[k]``: how many times ``k``)."""
+        total = np.zeros(max(len(counts), len(self.counts)), np.int64)
+        total[: len(counts)] += counts
+        total[: len(self.counts)] += self.counts
+        self.counts = total
 
     @property
     def n(self):
@@ -62,13 +68,17 @@ class Summary:
         self.draws = 0
 
     def add(self, results):
-        self.games += len(results)
+        """Add games' result records (``simulate``'s)."""
+        return self.add_tally(tally_of(results))
+
+    def add_tally(self, tally):
+        """Add games counted by :func:`beggar_env.game.tally` (on a GPU: on the device)."""
+        self.games += int(tally["outcomes"].sum())
         for name, histogram in self.lengths.items():
-            histogram.add(results[name])
-        winners = results["winner"]
-        self.wins += np.bincount(winners[winners != NO_SEAT], minlength=self.n_players)
-        self.outcomes += np.bincount(results["outcome"], minlength=len(Outcome))
-        self.draws += int(((results["outcome"] == Outcome.LIMIT) & (winners == NO_SEAT)).sum())
+            histogram.add_counts(tally[name])
+        self.wins += tally["wins"]
+        self.outcomes += tally["outcomes"]
+        self.draws += tally["draws"]
         return self
 
     def as_dict(self):

@@ -5,8 +5,10 @@
                                    [--simulator | --ptx]
 
 Names the device (GPU, compute capability, CPU cores), then measures on both engines:
-deals/s of ``simulate`` (random 2-player games, cycle detection), deals/s of ``search``
-with strategy ``random`` and with strategy ``local`` (hill climbing), cards/s of the
+deals/s of ``simulate`` (random 2-player games, cycle detection; every game's result
+copied back) and of its summary (``beggar simulate`` without ``--out``: counted on the
+device), deals/s of ``search`` with strategy ``random`` (only the games that may enter a
+list sent back) and with strategy ``local`` (hill climbing), cards/s of the
 Bayes forecaster's rollouts (K rollouts of each of N counted positions), and deals/s of
 the cycle census (the first N deals of the 26-card deck, two of each court card and 18
 numerals, the census of Paulhus's claim); prints each figure and the GPU/CPU ratio.
@@ -89,6 +91,18 @@ def bench_simulate(games):
     cpu, cpu_s = _timed(lambda: beggar_env.simulate(games, seed=1))
     gpu, gpu_s = _timed(lambda: beggar_env.simulate(games, seed=1, backend="cuda"))
     return _compare("simulate", "deals/s", cpu_s, gpu_s, games, bool(np.array_equal(cpu, gpu)))
+
+
+def bench_summary(games):
+    """simulate's summary (beggar simulate without --out): counted on the device."""
+    import numpy as np
+
+    from beggar_env import game
+
+    cpu, cpu_s = _timed(lambda: game.tally(games, seed=1))
+    gpu, gpu_s = _timed(lambda: game.tally(games, seed=1, backend="cuda"))
+    same = all(np.array_equal(cpu[name], gpu[name]) for name in cpu)
+    return _compare("summary", "deals/s", cpu_s, gpu_s, games, same)
 
 
 def _finds(report):
@@ -196,6 +210,16 @@ def compile_ptx():
                 kernels.games_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
                 (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8, i64[:, :]),
             ),
+            "candidates": (
+                kernels.candidates_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK, searchers),
+                (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8)
+                + (t.Tuple((i64[:], i64[:], i64[:], i64[:, :])),),
+            ),
+            "tally": (
+                kernels.tally_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
+                (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8)
+                + (t.Tuple((i64[:], i64[:], i64[:], i64[:], i64[:], i64[:], i64[:, :])),),
+            ),
             "walks": (
                 kernels.walks_kernel(n, capacity, core.DECK_SIZE, searchers),
                 (i8, u64, i64, i64, i64, t.float64, i64[:], i64, i8[:, :], i32[:, :], i64)
@@ -245,6 +269,7 @@ def main():
     )
     same = [
         bench_simulate(options.games),
+        bench_summary(options.games),
         bench_search(options.games),
         bench_local(options.walks, options.walk_steps),
         bench_rollouts(options.positions, options.k),

@@ -253,6 +253,80 @@ def test_the_command_line_runs_on_the_backend(tmp_path):
     assert main(["search", "--deals", "10", "--backend", "cuda", *local, "--out", str(tmp_path / "g")]) == 0
 
 
+# --------------------------------------------------- reduced on the device
+
+
+def same_tally(a, b):
+    assert all(np.array_equal(a[name], b[name]) for name in ("cards", "tricks", "outcomes", "wins")), (a, b)
+    assert a["draws"] == b["draws"]
+
+
+@simulator
+@pytest.mark.parametrize("n_players", [2, 3, 4])
+@pytest.mark.parametrize(
+    "options", [dict(), dict(max_cards=150), dict(max_tricks=12), dict(max_cards=60, detect_cycles=False)]
+)
+def test_a_summary_counted_on_the_device_is_the_cpus(n_players, options):
+    from beggar_env import game
+
+    same_tally(
+        game.tally(150, n_players=n_players, seed=3, backend="cuda", **options),
+        game.tally(150, n_players=n_players, seed=3, **options),
+    )
+
+
+@simulator
+def test_a_tally_past_the_histograms_and_the_room_and_of_given_deals(vectors, monkeypatch):
+    from beggar_env import game
+    from beggar_env.gpu import kernels
+
+    deals = [v["deal"] for v in vectors if v["deal"].count("/") == 1]
+    cpu = game.tally(deals)
+    monkeypatch.setattr(kernels, "CARD_BINS", 100)  # most games listed apart
+    monkeypatch.setattr(kernels, "TRICK_BINS", 12)
+    monkeypatch.setattr(gpu, "KEPT_ROOM", 2)  # launches played again with room for all
+    kernels.tally_kernel.cache_clear()
+    try:
+        same_tally(game.tally(deals, backend="cuda"), cpu)
+        assert len(cpu["cards"]) > 100
+    finally:
+        kernels.tally_kernel.cache_clear()
+
+
+@simulator
+def test_random_search_sends_back_only_candidates_and_finds_what_the_cpu_finds(monkeypatch):
+    from beggar_env.search import searchers
+
+    cpu = search(2, deals=1200, seed=9, top=3, threads=1)
+    monkeypatch.setattr(searchers, "FIRST_CUDA_LAUNCH", 100)
+    monkeypatch.setattr(gpu, "LAUNCH_GAMES", 300)
+    sent = []
+    real = gpu.candidate_rows
+
+    def counted(*args, **kwargs):
+        played, rows = real(*args, **kwargs)
+        sent.append((args[3], len(played)))
+        return played, rows
+
+    monkeypatch.setattr(gpu, "candidate_rows", counted)
+    assert _finds(search(2, deals=1200, seed=9, top=3, backend="cuda")) == _finds(cpu)
+    assert sent[0][0] == 100 and sum(n for n, _ in sent) == 1200
+    assert sum(k for _, k in sent[1:]) < sum(n for n, _ in sent[1:]) / 10  # the lists full: a few games sent
+    monkeypatch.setattr(gpu, "KEPT_ROOM", 1)
+    assert _finds(search(2, deals=1200, seed=9, top=3, backend="cuda")) == _finds(cpu)
+
+
+@simulator
+def test_the_simulate_command_prints_the_same_summary_on_the_backend(capsys):
+    from beggar_env.cli import main
+
+    outputs = []
+    for backend in ("local", "cuda"):
+        assert main(["simulate", "--games", "200", "--seed", "3", "--backend", backend, "--no-progress"]) == 0
+        outputs.append(capsys.readouterr().out.splitlines()[:-1])  # all but the speed
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 6
+
+
 # ------------------------------------------------------------------- the census
 
 

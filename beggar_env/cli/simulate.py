@@ -50,7 +50,7 @@ def print_summary(summary, seed, n_players, seconds):
 
 
 def run(args):
-    from ..game import simulate, simulate_blocks
+    from ..game import simulate, tally
     from ..stats import Summary
 
     out = options.out_path("simulate", args.out) if args.out is not None else None
@@ -65,13 +65,12 @@ def run(args):
         settings.update(threads=None, backend="ray", address=args.ray)
     else:
         options.compiling_notice(lambda: simulate(1, seed=seed, **settings))  # games/s counts playing only
-    if out is None and not args.json:  # a summary needs no more memory for 10**9 games than for 10
+    if out is None and not args.json:  # a summary needs no more memory for 10**9 games than for 10 (on a GPU: none)
 
         def summarised(progress):
-            summary = Summary(args.players)
-            for _, block in simulate_blocks(args.games, seed=seed, progress=progress, **settings):
-                summary.add(block)
-            return summary.as_dict()
+            return (
+                Summary(args.players).add_tally(tally(args.games, seed=seed, progress=progress, **settings)).as_dict()
+            )
 
         summary, seconds = options.run_with_progress("game", args.no_progress, summarised)
         print_summary(summary, seed, args.players, seconds)

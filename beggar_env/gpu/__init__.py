@@ -28,6 +28,7 @@ LAUNCH_GAMES = 1 << 20  # games per kernel launch: Ctrl-C and progress between l
 LAUNCH_POSITIONS = 1 << 14  # positions per rollouts launch (each is played k times)
 LAUNCH_WALKS = 1 << 16  # local search: walks on the GPU at once, one a thread
 WALK_LAUNCH_GAMES = 1 << 24  # local search: about this many games per launch, all walks together
+KEPT_ROOM = 1 << 14  # rows a launch keeps at first (candidates, games past the histograms); more: played again
 
 
 def simulated() -> bool:
@@ -84,22 +85,22 @@ def rows_to_records(rows, results):
     results["hand_sizes"] = rows[:, R_HAND_SIZES:]
 
 
-def play_rows(deals, n_games, n_players, capacity, max_cards, max_tricks, detect_cycles):
-    """The result rows (int64 [n_games, 8 + n_players]) of ``n_games`` games of a core
-    deals tuple (``core.given_deals`` or ``core.shuffled_deals``), in one launch."""
+def _launch_games(kernel_of, deals, n_games, n_players, capacity, limits, out):
+    """Launch the games kernel ``kernel_of(n_players, capacity, width, threads)`` on
+    ``n_games`` games of a core deals tuple (``core.given_deals`` or ``core.shuffled_deals``)
+    with ``limits`` (max_cards, max_tricks, detect_cycles), writing to ``out``."""
     cuda = require_cuda()
-    from .kernels import backlog_deals, games_kernel, result_length
+    from .kernels import backlog_deals
 
     cards, sizes, seed, first = deals
     given = cards.shape[0] > 0
     if not given:
         cards, sizes = np.zeros((1, core.DECK_SIZE), np.int8), np.zeros((1, n_players), np.int32)
-    width = cards.shape[1]
-    threads = threads_per_block()
-    kernel = games_kernel(n_players, capacity, width, threads)
-    out = cuda.device_array((max(n_games, 1), result_length(n_players)), np.int64)
-    blocks = blocks_for(n_games, backlog_deals(threads, width, n_players))
-    kernel[blocks, threads](
+    width, threads = cards.shape[1], threads_per_block()
+    max_cards, max_tricks, detect_cycles = limits
+    kernel_of(n_players, capacity, width, threads)[
+        blocks_for(n_games, backlog_deals(threads, width, n_players)), threads
+    ](
         np.int8(given),
         cuda.to_device(np.ascontiguousarray(cards, np.int8)),
         cuda.to_device(np.ascontiguousarray(sizes, np.int32)),
@@ -111,7 +112,72 @@ def play_rows(deals, n_games, n_players, capacity, max_cards, max_tricks, detect
         np.int8(detect_cycles),
         out,
     )
+
+
+def play_rows(deals, n_games, n_players, capacity, max_cards, max_tricks, detect_cycles):
+    """The result rows (int64 [n_games, 8 + n_players]) of ``n_games`` games of a core
+    deals tuple (``core.given_deals`` or ``core.shuffled_deals``), in one launch."""
+    cuda = require_cuda()
+    from .kernels import games_kernel, result_length
+
+    out = cuda.device_array((max(n_games, 1), result_length(n_players)), np.int64)
+    _launch_games(games_kernel, deals, n_games, n_players, capacity, (max_cards, max_tricks, detect_cycles), out)
     return out.copy_to_host()[:n_games]
+
+
+def candidate_rows(searchers_module, seed, first, n_games, n_players, thresholds, room=KEPT_ROOM):
+    """Of random games ``first .. first + n_games - 1`` of the stream ``seed`` (cycles
+    detected, no limit), those that may enter a top list (``searchers_module``'s
+    ``is_candidate`` against ``thresholds``, one per objective), chosen on the device: their
+    numbers in the launch and their result rows, in one launch (again, with room for all,
+    when more than ``room`` are kept)."""
+    cuda = require_cuda()
+    from .kernels import candidates_kernel, result_length
+
+    def kernel_of(n_players, capacity, width, threads):
+        return candidates_kernel(n_players, capacity, width, threads, searchers_module)
+
+    thresholds = cuda.to_device(np.asarray(thresholds, np.int64))
+    n_kept = cuda.to_device(np.zeros(1, np.int64))
+    kept = cuda.device_array(room, np.int64)
+    rows = cuda.device_array((room, result_length(n_players)), np.int64)
+    deals = core.shuffled_deals(np.uint64(seed), first)
+    limits = (core.NO_LIMIT, core.NO_LIMIT, True)
+    capacity, out = core.capacity_for(core.DECK_SIZE), (thresholds, n_kept, kept, rows)
+    _launch_games(kernel_of, deals, n_games, n_players, capacity, limits, out)
+    count = int(n_kept.copy_to_host()[0])
+    if count > room:
+        return candidate_rows(searchers_module, seed, first, n_games, n_players, thresholds.copy_to_host(), count)
+    order = np.argsort(kept.copy_to_host()[:count], kind="stable")  # in the order of the games
+    return kept.copy_to_host()[:count][order], rows.copy_to_host()[:count][order]
+
+
+def tally(deals, n_games, n_players, capacity, max_cards, max_tricks, detect_cycles, room=KEPT_ROOM):
+    """What a summary needs of ``n_games`` games of a core deals tuple, counted on the device
+    in one launch (:func:`kernels.tally_kernel`): games by cards and by tricks, by outcome,
+    wins by seat and draws; a dict of int64 arrays, as :func:`beggar_env.game.tally_of`
+    gives for result records."""
+    cuda = require_cuda()
+    from .kernels import CARD_BINS, TRICK_BINS, tally_kernel
+
+    counts = [cuda.to_device(np.zeros(size, np.int64)) for size in (CARD_BINS, TRICK_BINS, 4, n_players, 1, 1)]
+    long = cuda.device_array((room, 2), np.int64)
+    limits = (max_cards, max_tricks, detect_cycles)
+    _launch_games(tally_kernel, deals, n_games, n_players, capacity, limits, (*counts, long))
+    cards, tricks, outcomes, wins, draws, n_long = (a.copy_to_host() for a in counts)
+    if n_long[0] > room:
+        return tally(deals, n_games, n_players, capacity, max_cards, max_tricks, detect_cycles, int(n_long[0]))
+    long = long.copy_to_host()[: n_long[0]]
+    cards, tricks = _with(cards, long[:, 0]), _with(tricks, long[:, 1])
+    return {"cards": cards, "tricks": tricks, "outcomes": outcomes, "wins": wins, "draws": int(draws[0])}
+
+
+def _with(counts, values):
+    """A histogram's ``counts`` with the ``values`` listed apart added, as long as its
+    largest value (as ``numpy.bincount`` makes it on the CPU)."""
+    total = np.bincount(values, minlength=len(counts))
+    total[: len(counts)] += counts
+    return np.trim_zeros(total, "b")
 
 
 def play_batch(deals, max_cards, max_tricks, detect_cycles, results, capacity, progress=None):

@@ -33,8 +33,9 @@ from numba import cuda
 from numba.core.registry import CPUDispatcher
 
 from .. import core
-from ..core import DECK_SIZE, NO_LIMIT
+from ..core import DECK_SIZE, NO_LIMIT, Outcome
 
+LIMIT = int(Outcome.LIMIT)
 # offsets in a result row (int64): as core.result_dtype, hand sizes last
 R_OUTCOME, R_WINNER, R_CARDS, R_TRICKS, R_CYCLE_START_CARDS, R_CYCLE_START_TRICKS, R_CYCLE_CARDS, R_CYCLE_TRICKS = (
     range(8)
@@ -158,12 +159,27 @@ def backlog_deals(threads, width, n_players):
 # ------------------------------------------------------------------- games
 
 
-@functools.cache
-def games_kernel(n_players, capacity, width, threads):
-    """The kernel that plays a launch's games: ``kernel[blocks, threads](given, cards,
-    sizes, seed, first, n_games, max_cards, max_tricks, detect_cycles, out)``; game ``i`` is
-    ``cards[i]``/``sizes[i]`` when ``given``, else game ``first + i`` of the random stream
-    ``seed``; ``out[i]`` its result row."""
+@device
+def deal_backlog(given, given_cards, given_sizes, seed, first, round_lo, n_ready, ready, ready_sizes, deck):
+    """The threads of a block deal games ``round_lo .. round_lo + n_ready - 1`` into the
+    backlog ``ready``/``ready_sizes`` together: given deals copied, or random ones of the
+    stream ``seed`` (game ``first + i``)."""
+    for slot in range(cuda.threadIdx.x, n_ready, cuda.blockDim.x):
+        i = round_lo + slot
+        if given:
+            for j in range(ready.shape[1]):
+                ready[slot, j] = given_cards[i, j]
+            for p in range(ready_sizes.shape[1]):
+                ready_sizes[slot, p] = given_sizes[i, p]
+        else:
+            shuffle_deck(derive_key(seed, first + i), deck)
+            deal_deck(deck, ready[slot], ready_sizes[slot])
+
+
+def _games_kernel(n_players, capacity, width, threads, play_game):
+    """A kernel that plays a launch's games, a block's range in rounds of a shared backlog
+    (the module docstring), each finished game handed to ``play_game(i, r, out...)``, a
+    device function that keeps what it needs of game ``i``'s result record ``r``."""
     backlog = backlog_deals(threads, width, n_players)
     state_type, result_type, progress_type = record_types(n_players, capacity)
 
@@ -176,32 +192,87 @@ def games_kernel(n_players, capacity, width, threads):
         r = records(cuda.local.array(1, result_type))[0]
         f = records(cuda.local.array(1, progress_type))[0]
         deck = cuda.local.array(DECK_SIZE, numba.int8)
-        t = cuda.threadIdx.x
         lo, hi = block_range(n_games)
         for round_lo in range(lo, hi, backlog):
             n_ready = min(backlog, hi - round_lo)
-            for slot in range(t, n_ready, threads):  # deal the backlog together
-                i = round_lo + slot
-                if given:
-                    for j in range(width):
-                        ready[slot, j] = given_cards[i, j]
-                    for p in range(n_players):
-                        ready_sizes[slot, p] = given_sizes[i, p]
-                else:
-                    shuffle_deck(derive_key(seed, first + i), deck)
-                    deal_deck(deck, ready[slot], ready_sizes[slot])
-            if t == 0:
+            deal_backlog(given, given_cards, given_sizes, seed, first, round_lo, n_ready, ready, ready_sizes, deck)
+            if cuda.threadIdx.x == 0:
                 taken[0] = 0
             cuda.syncthreads()
             slot = cuda.atomic.add(taken, 0, 1)
             while slot < n_ready:  # a thread whose game ended takes the next ready deal
                 init_state(states[0], ready[slot], ready_sizes[slot], max_cards, max_tricks)
                 finish_now(states[0], detect_cycles, r, states[1], states[2], f)
-                _write_row(r, out[round_lo + slot])
+                play_game(round_lo + slot, r, out)
                 slot = cuda.atomic.add(taken, 0, 1)
             cuda.syncthreads()
 
     return kernel
+
+
+@device
+def _keep_row(i, r, out):
+    _write_row(r, out[i])
+
+
+@functools.cache
+def games_kernel(n_players, capacity, width, threads):
+    """The kernel that plays a launch's games: ``kernel[blocks, threads](given, cards,
+    sizes, seed, first, n_games, max_cards, max_tricks, detect_cycles, out)``; game ``i`` is
+    ``cards[i]``/``sizes[i]`` when ``given``, else game ``first + i`` of the random stream
+    ``seed``; ``out[i]`` its result row."""
+    return _games_kernel(n_players, capacity, width, threads, _keep_row)
+
+
+@functools.cache
+def candidates_kernel(n_players, capacity, width, threads, searchers_module):
+    """:func:`games_kernel` keeping only the games that may enter a top list (searchers'
+    ``is_candidate`` against the thresholds, from ``searchers_module``): ``out`` is
+    (thresholds int64[3], n_kept int64[1], kept int64[room], rows int64[room, row]); game
+    ``i`` adds ``i`` and its row at ``n_kept[0]`` (counted beyond the room, written within it)."""
+    is_candidate = twins_of(searchers_module, ("score_of", "is_candidate"))["is_candidate"]
+
+    @device
+    def keep_candidate(i, r, out):
+        thresholds, n_kept, kept, rows = out
+        if is_candidate(r.outcome, r.cards, r.tricks, thresholds):
+            slot = cuda.atomic.add(n_kept, 0, 1)
+            if slot < kept.shape[0]:
+                kept[slot] = i
+                _write_row(r, rows[slot])
+
+    return _games_kernel(n_players, capacity, width, threads, keep_candidate)
+
+
+CARD_BINS, TRICK_BINS = 4096, 1024  # the histograms of game lengths; longer games are listed apart
+
+
+@functools.cache
+def tally_kernel(n_players, capacity, width, threads):
+    """:func:`games_kernel` counting, not keeping: ``out`` is (cards int64[CARD_BINS],
+    tricks int64[TRICK_BINS], outcomes int64[4], wins int64[n_players], draws int64[1],
+    n_long int64[1], long int64[room, 2]): games by cards and by tricks (a game longer than
+    the bins adds its (cards, tricks) at ``n_long[0]`` instead), by outcome, wins by seat,
+    draws (a limit with no winner), each an atomic add in global memory."""
+
+    @device
+    def count_game(i, r, out):
+        cards, tricks, outcomes, wins, draws, n_long, long = out
+        if r.cards < CARD_BINS and r.tricks < TRICK_BINS:
+            cuda.atomic.add(cards, r.cards, 1)
+            cuda.atomic.add(tricks, r.tricks, 1)
+        else:
+            slot = cuda.atomic.add(n_long, 0, 1)
+            if slot < long.shape[0]:
+                long[slot, 0] = r.cards
+                long[slot, 1] = r.tricks
+        cuda.atomic.add(outcomes, r.outcome, 1)
+        if r.winner >= 0:
+            cuda.atomic.add(wins, r.winner, 1)
+        elif r.outcome == LIMIT:
+            cuda.atomic.add(draws, 0, 1)
+
+    return _games_kernel(n_players, capacity, width, threads, count_game)
 
 
 # --------------------------------------------------------------- rollouts

@@ -57,6 +57,7 @@ assert OBJECTIVES == tuple(objective.name.lower() for objective in Objective)
 NOT_ELIGIBLE = -1  # the score of a game that has no place in an objective's list
 CYCLE_BONUS = 1 << 40  # `local` with objective "cycle": any cycle beats every game that ends
 FOUND_PER_CHUNK = 64  # candidates a chunk may keep per compiled call
+FIRST_CUDA_LAUNCH = 1 << 14  # random search on a GPU: games of a launch while the lists are not full
 _WALK_SALT = np.uint64(0x5EA4C4A11E5)  # a walk's moves use a stream apart from its start deal's
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53: the top 53 bits of a uint64 as a float in [0, 1)
@@ -463,29 +464,30 @@ class SearchJob:
 
     def run_cuda(self, lo, hi, thresholds, progress=None) -> RangeFinds:
         """:meth:`run` on the GPU (:mod:`beggar_env.gpu`): the same finds. ``random``: the
-        GPU plays every game of the range and the games that may enter a list are taken
-        from its results here; ``local``: one walk a GPU thread (:class:`gpu.Walks`)."""
+        GPU plays every game of the range and sends back only those that may enter a list
+        (:func:`is_candidate` against the thresholds, on the device: a first small launch
+        fills the lists, so that later ones send a handful); ``local``: one walk a GPU
+        thread (:class:`gpu.Walks`)."""
         found = TopLists(self.top)
         floor = np.asarray(thresholds, np.int64)
         if self.strategy == "local":
             self._walks_cuda(lo, hi, floor, found, progress)
             return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
-        end = lo + self.games_in(lo, hi)
-        for a in range(lo, end, gpu.LAUNCH_GAMES):
-            b = min(a + gpu.LAUNCH_GAMES, end)
-            deals = core.shuffled_deals(np.uint64(self.seed), a)
-            rows = gpu.play_rows(
-                deals, b - a, self.n_players, core.capacity_for(core.DECK_SIZE), NO_LIMIT, NO_LIMIT, True
-            )
-            for k in candidates(rows, np.maximum(floor, found.thresholds()), self.top):
+        end, a = lo + self.games_in(lo, hi), lo
+        while a < end:
+            thresholds = np.maximum(floor, found.thresholds())
+            b = min(a + (gpu.LAUNCH_GAMES if thresholds[:2].all() else FIRST_CUDA_LAUNCH), end)
+            played, rows = gpu.candidate_rows(sys.modules[__name__], self.seed, a, b - a, self.n_players, thresholds)
+            for k in candidates(rows, thresholds, self.top):
                 deck = np.zeros((1, core.DECK_SIZE), np.int64)
-                core.shuffled_decks(np.uint64(self.seed), a + k, deck)
+                core.shuffled_decks(np.uint64(self.seed), a + played[k], deck)
                 classes = np.zeros(core.DECK_SIZE, np.int8)
                 sizes = np.zeros(self.n_players, np.int32)
                 deal_deck(deck[0], classes, sizes)
-                found.add(self._row_find(a + k, rows[k], classes, sizes))
+                found.add(self._row_find(a + int(played[k]), rows[k], classes, sizes))
             if progress is not None:
                 progress(b - lo)
+            a = b
         return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
 
     def _walks_cuda(self, lo, hi, floor, found, progress):
