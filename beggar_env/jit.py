@@ -35,6 +35,13 @@ only where it is safe:
   are numba's ``"numba:compiler_lock"`` event and llvmlite's lock (``ffi.lib._lock``); if the
   latter moves, the whole compile is held back. Handlers other than Python functions
   (``SIG_DFL``, ``SIG_IGN``) are left alone.
+* **Compile notice.** When the package's own code has spent more than
+  :data:`NOTICE_AFTER` seconds compiling in a process, one line (:data:`NOTICE`) says so on
+  stderr, once per process, while it goes on: a cold ``gym.make("Beggar-v0")`` is otherwise
+  a silent half-minute. ``BEGGAR_ENV_QUIET=1`` in the environment silences it (read when it
+  would be shown); ``notice.words`` sets its words (None: no notice), as the ``beggar``
+  command does, whose notice also covers a slow first load from the cache
+  (:meth:`CompileNotice.slow`).
 """
 
 import hashlib
@@ -350,23 +357,137 @@ class SignalGuard(numba_event.Listener):
             self.deliver(inspect.currentframe())
 
 
+# ------------------------------------------------------------------ compile notice
+
+NOTICE_AFTER = 1.0  # seconds of compiling the package's code before the notice is shown
+NOTICE = (
+    "beggar-env: compiling the engine for its first use on this machine (once per machine and version; later runs "
+    "load it from numba's cache; `beggar warmup` compiles every part)..."
+)
+QUIET = "BEGGAR_ENV_QUIET"  # set (not to 0) in the environment: no notice
+
+
+class _Clock:
+    """Seconds spent between starts and stops (nested, from any thread), counted as it runs."""
+
+    def __init__(self, now=time.perf_counter):
+        self._now = now
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._total = 0.0
+        self._since = 0.0
+
+    def start(self):
+        """Start (or nest); whether it was stopped."""
+        with self._lock:
+            self._depth += 1
+            if self._depth == 1:
+                self._since = self._now()
+            return self._depth == 1
+
+    def stop(self):
+        """Stop (or unnest); whether it is stopped now."""
+        with self._lock:
+            if self._depth == 1:
+                self._total += self._now() - self._since
+            self._depth = max(0, self._depth - 1)
+            return self._depth == 0
+
+    def seconds(self):
+        with self._lock:
+            return self._total + (self._now() - self._since if self._depth else 0.0)
+
+
+class CompileNotice(numba_event.Listener):
+    """The notice that the package's code is being compiled (see the module docstring).
+
+    It listens to numba's ``"numba:compile"`` events of the package's functions (from any
+    thread): once they have taken :attr:`after` seconds in all, while one is under way,
+    :meth:`show` prints :attr:`words` on stderr, once per process. It also counts the time
+    numba holds its compiler lock (compiling or loading from the cache, any code), for
+    :meth:`slow`."""
+
+    def __init__(self, words=NOTICE, after=NOTICE_AFTER, now=time.perf_counter):
+        self.words, self.after = words, after
+        self.shown = False
+        self.compiling = _Clock(now)  # the package's functions being compiled
+        self.busy = _Clock(now)  # numba's compiler lock held or waited for
+        self._lock = threading.Lock()
+        self._compiled = None  # set when the compilations under way end
+
+    def show(self):
+        """Print the notice, unless it was shown, has no words or :data:`QUIET` is set; whether it did."""
+        with self._lock:
+            if self.shown or not self.words or os.environ.get(QUIET, "") not in ("", "0"):
+                return False
+            self.shown = True
+            words = self.words
+        print(words, file=sys.stderr, flush=True)
+        return True
+
+    @contextmanager
+    def slow(self, after=None):
+        """Show the notice if numba works more than ``after`` seconds (default :attr:`after`)
+        within the enclosed block: compiling, or loading compiled code from the cache (a
+        first call, as the ``beggar`` command makes)."""
+        done = threading.Event()
+        self._watch(self.busy, self.busy.seconds() + (self.after if after is None else after), done)
+        try:
+            yield
+        finally:
+            done.set()
+
+    def _watch(self, clock, until, done):
+        """Show the notice once ``clock`` reaches ``until`` seconds, unless ``done`` is set first."""
+
+        def watch():
+            while not done.wait(0.05):
+                if clock.seconds() >= until:
+                    self.show()
+                    return
+
+        if not self.shown:
+            threading.Thread(target=watch, name="beggar-env notice", daemon=True).start()
+
+    @staticmethod
+    def ours(event):
+        data = event.data if isinstance(event.data, dict) else {}
+        module = getattr(getattr(data.get("dispatcher"), "py_func", None), "__module__", None)
+        return isinstance(module, str) and module.startswith(__package__ + ".")
+
+    def on_start(self, event):
+        if event.kind == "numba:compiler_lock":
+            self.busy.start()
+        elif self.ours(event) and self.compiling.start():
+            self._compiled = threading.Event()
+            self._watch(self.compiling, self.after, self._compiled)
+
+    def on_end(self, event):
+        if event.kind == "numba:compiler_lock":
+            self.busy.stop()
+        elif self.ours(event) and self.compiling.stop() and self._compiled is not None:
+            self._compiled.set()
+
+
 def _listen():
-    """Install the signal guard as a listener of numba's events."""
+    """Install the signal guard and the compile notice as listeners of numba's events."""
     from llvmlite.binding import ffi
     from numba.core.compiler_lock import global_compiler_lock
 
     in_compiler = global_compiler_lock.is_locked
     in_llvm = _held_by_this_thread(getattr(getattr(ffi.lib, "_lock", None), "_lock", None)) or in_compiler
-    guard = SignalGuard(in_llvm, in_compiler, _unsafe_code())
+    guard, compile_notice = SignalGuard(in_llvm, in_compiler, _unsafe_code()), CompileNotice()
     numba_event.register("numba:compiler_lock", guard)
-    return guard
+    numba_event.register("numba:compile", compile_notice)
+    numba_event.register("numba:compiler_lock", compile_notice)
+    return guard, compile_notice
 
 
 _choose_threading_layer()
 _name_records_by_content()
 CACHE_FOLDER = _choose_cache()
 CACHE = CACHE_FOLDER is not None
-signal_guard = _listen()
+signal_guard, notice = _listen()
 
 
 def jit(function=None, *, parallel=False):

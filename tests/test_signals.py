@@ -1,5 +1,5 @@
 """Ctrl-C and SIGTERM while numba loads or compiles (``beggar_env.jit.SignalGuard``, the
-``beggar`` command's handling).
+``beggar`` command's handling), and the one compile notice (``beggar_env.jit.notice``).
 
 Signals are sent by the process to itself from inside numba's work (its calls into LLVM,
 llvmlite's callbacks, its compiler passes), not at a random moment, so that every run
@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from types import SimpleNamespace
 
@@ -338,6 +339,123 @@ def test_ctrl_c_and_sigterm_inside_numbas_loading_stop_the_command_at_once(tmp_p
         assert process.returncode == status and lines[:1] == [f"beggar: {words}"], f"{where}: {stderr}"
         assert len(lines) == 2 and lines[1].startswith("{"), f"{where}: {stderr}"  # and the line the test adds
         assert ended - float(stamp.read_text()) < STOPS_WITHIN, where
+
+
+# ----------------------------------------------------------------- the compile notice
+
+
+def event(module, kind="numba:compile"):
+    dispatcher = SimpleNamespace(py_func=SimpleNamespace(__module__=module))
+    return SimpleNamespace(kind=kind, data={"dispatcher": dispatcher})
+
+
+def wait_for(condition, seconds=5.0):
+    ends = time.monotonic() + seconds
+    while not condition() and time.monotonic() < ends:
+        time.sleep(0.01)
+    return condition()
+
+
+class Clock:
+    """A clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_notice_is_shown_once_when_the_packages_code_compiles_long_enough(capsys, monkeypatch):
+    monkeypatch.delenv(jit.QUIET, raising=False)
+    clock = Clock()
+    notice = jit.CompileNotice(words="compiling", after=1.0, now=clock)
+    notice.on_start(event("user_code"))  # not ours: no notice however long
+    clock.now += 5
+    notice.on_end(event("user_code"))
+    for _ in range(2):  # two compilations of 0.4 s: 0.8 s in all
+        notice.on_start(event("beggar_env.core"))
+        notice.on_start(event("beggar_env.game"))  # nested
+        clock.now += 0.4
+        time.sleep(0.15)  # the watch looks every 0.05 s
+        notice.on_end(event("beggar_env.game"))
+        notice.on_end(event("beggar_env.core"))
+    assert not notice.shown
+    notice.on_start(event("beggar_env.core"))
+    clock.now += 0.2  # one second in all
+    assert wait_for(lambda: notice.shown)
+    notice.on_end(event("beggar_env.core"))
+    notice.on_start(event("beggar_env.core"))
+    clock.now += 5
+    time.sleep(0.15)
+    notice.on_end(event("beggar_env.core"))
+    assert capsys.readouterr().err == "compiling\n"  # once
+
+
+def test_the_notice_is_silenced_by_beggar_env_quiet(capsys, monkeypatch):
+    monkeypatch.setenv(jit.QUIET, "1")
+    notice = jit.CompileNotice(words="compiling", after=0.0)
+    assert not notice.show() and capsys.readouterr().err == ""
+    monkeypatch.setenv(jit.QUIET, "0")
+    assert notice.show() and not notice.show() and capsys.readouterr().err == "compiling\n"
+
+
+def test_a_slow_first_call_shows_the_notice_only_if_numba_works_that_long(capsys, monkeypatch):
+    monkeypatch.delenv(jit.QUIET, raising=False)
+    clock = Clock()
+    notice = jit.CompileNotice(words="preparing", after=1.0, now=clock)
+    with notice.slow():
+        clock.now += 5  # slow, but not numba: a long run after a quick load
+        time.sleep(0.15)
+    assert not notice.shown
+    with notice.slow():
+        notice.on_start(event(None, "numba:compiler_lock"))  # numba loading, any code
+        clock.now += 1.0
+        assert wait_for(lambda: notice.shown)
+        notice.on_end(event(None, "numba:compiler_lock"))
+    assert capsys.readouterr().err == "preparing\n"
+
+
+def test_the_command_puts_its_words_to_the_notice_and_none_for_warmup():
+    from beggar_env.cli import options
+
+    before = jit.notice.words
+    with options.notice_for("simulate"):
+        assert jit.notice.words.startswith(options.COMPILE_NOTICE)
+    with options.notice_for("warmup"):
+        assert jit.notice.words is None
+    assert jit.notice.words == before == jit.NOTICE
+
+
+ENV_STEP = """
+import gymnasium as gym
+import beggar_env
+
+env = gym.make("Beggar-v0")
+env.reset(seed=0)
+env.step(0)
+"""
+
+
+@pytest.mark.slow
+def test_a_cold_gym_make_says_once_that_it_compiles_and_a_warm_one_says_nothing(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    env.pop(jit.QUIET, None)
+    runs = [
+        subprocess.run([sys.executable, "-c", ENV_STEP], capture_output=True, text=True, timeout=900, env=env)
+        for _ in range(2)
+    ]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    assert runs[0].stderr == jit.NOTICE + "\n"
+    assert runs[1].stderr == ""
+
+
+def test_the_notice_thread_does_not_outlive_its_block():
+    notice = jit.CompileNotice(words=None, after=10.0)
+    before = threading.active_count()
+    with notice.slow():
+        pass
+    assert wait_for(lambda: threading.active_count() <= before, 1.0)
 
 
 # ------------------------------------------------------------ the command's own handling

@@ -105,8 +105,10 @@ def main(argv=None):
     unraisable, sys.unraisablehook = sys.unraisablehook, _raise_again(sys.unraisablehook)
     try:
         with _held_back():
-            from . import commands
-        commands.run(commands.parse_args(argv))
+            from . import commands, options
+        args = commands.parse_args(argv)
+        with options.notice_for(args.command):
+            commands.run(args)
     except KeyboardInterrupt:
         print("beggar: interrupted", file=sys.stderr)
         return 130
