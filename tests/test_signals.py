@@ -280,7 +280,7 @@ def test_a_load_from_the_cache_interrupted_in_llvms_callback_raises_keyboardinte
 # ------------------------------------------------------ the command, interrupted inside
 
 BEGGAR = """
-import json, signal, sys
+import json, os, signal, sys
 import beggar_env.jit  # the guard first, as the command has it before numba compiles
 import trigger
 
@@ -291,8 +291,8 @@ from beggar_env import cli
 
 sys.argv = ["beggar", *sys.argv[5:]]
 status = cli.main()
-print(json.dumps(watch.counts), file=sys.stderr)
-sys.exit(status)
+print(json.dumps(watch.counts), file=sys.stderr, flush=True)
+os._exit(status)  # as the command does (cli.run)
 """
 
 LONG_RUN = ("simulate", "--games", "1000000000", "--seed", "1", "--no-progress")
