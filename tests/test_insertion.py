@@ -146,6 +146,32 @@ def test_growth_reaches_the_cycle_the_census_finds_one_numeral_up():
     assert set(fifteen.cycles) <= set(grown[0].found)
 
 
+@pytest.mark.parametrize("change", ["insert", "pairs"])
+def test_each_compiled_call_plays_a_bounded_number_of_positions_and_the_results_are_the_same(
+    small_cycles, monkeypatch, change
+):
+    """Ctrl-C is seen between compiled calls: however many cycles, one call plays a bounded
+    number of their positions (here one), and the levels found are the same."""
+    whole = insertion.explore(small_cycles, change=change, deck=LARGER, beam=3, seed=2, threads=1)
+    calls, grow_level = [], insertion.grow_level
+
+    def counted(keys, periods, *args):
+        begin, end = args[-2:]
+        calls.append(int(sum(max(0, min(end, period) - begin) for period in periods)))
+        return grow_level(keys, periods, *args)
+
+    monkeypatch.setattr(insertion, "grow_level", counted)
+    monkeypatch.setattr(insertion, "TRIES_PER_CALL", 1)
+    batched = insertion.explore(small_cycles, change=change, deck=LARGER, beam=3, seed=2, threads=1)
+    assert max(calls) == 1 and len(calls) == sum(level.positions for level in batched)
+    assert [(level.found.keys(), level.kept) for level in batched] == [
+        (level.found.keys(), level.kept) for level in whole
+    ]
+    assert [[c.reached for c in level.found.values()] for level in batched] == [
+        [c.reached for c in level.found.values()] for level in whole
+    ]
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

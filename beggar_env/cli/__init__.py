@@ -11,12 +11,21 @@ Every failure is one line on stderr, and its exit status says which kind it was:
 
 This module imports only the standard library, so that Ctrl-C is handled from the first
 moment; the commands (:mod:`beggar_env.cli.commands`, one module each, and their shared
-:mod:`~beggar_env.cli.options`) are imported inside that handling.
+:mod:`~beggar_env.cli.options`) are imported inside that handling. Where Python cannot
+raise the ``KeyboardInterrupt`` or ``Terminated`` of a signal, but only print it and go on
+(in a weakref callback, as imports use, a ``__del__`` or a ctypes callback), it is raised
+again at the next place that can (:func:`_raise_again`); where it could be lost without a
+word (a C extension's initialisation), it is held back until the commands are imported
+(:func:`_held_back`); numba holds signals back itself while it loads or compiles
+(:class:`beggar_env.jit.SignalGuard`).
 """
 
+import _thread
 import os
 import signal
 import sys
+import threading
+from contextlib import contextmanager
 
 EXIT_STATUSES = """exit status: 0 done; 2 bad input, found before any work (a value, a destination, a missing extra,
 memory); 1 the run failed while working (a failed write, a full disk, Ray); 130 or 143 Ctrl-C or SIGTERM."""
@@ -34,6 +43,50 @@ def _terminate(signum, frame):
     raise Terminated()
 
 
+@contextmanager
+def _held_back():
+    """Ctrl-C and SIGTERM held back while the commands are imported, then raised: numba
+    imports numpy's and SciPy's C extensions, whose initialisation can drop silently an
+    exception that a handler raises there (a second or so at most)."""
+    held, handlers, done = [], {}, False
+
+    def hold(signum, frame):
+        if done:  # left in place by a signal while the handlers were put back
+            handlers[signum](signum, frame)
+        elif signum not in held:
+            held.append(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if callable(signal.getsignal(signum)):  # not one that Ctrl-C must leave ignored (SIG_IGN)
+            handlers[signum] = signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        done = True
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        for signum in held:
+            handlers[signum](signum, None)
+
+
+def _raise_again(otherwise):
+    """A ``sys.unraisablehook``: an interruption that Python could only print and drop is
+    signalled to the main thread again, to be raised where it runs Python next. Signalled
+    from another thread, a moment later: signalled here, its handler would run in this
+    hook, and what it raised would be dropped again, for good."""
+
+    def hook(unraisable):
+        signum = {KeyboardInterrupt: signal.SIGINT, Terminated: signal.SIGTERM}.get(type(unraisable.exc_value))
+        if signum is None:
+            otherwise(unraisable)
+            return
+        again = threading.Timer(0.005, _thread.interrupt_main, (signum,))
+        again.daemon = True
+        again.start()
+
+    return hook
+
+
 def _failure(error):
     """The exit status and the message of an error (see the module docstring): a usage
     error's own text (the whole help, for a bare ``beggar``), else one line."""
@@ -49,10 +102,13 @@ def _failure(error):
 def main(argv=None):
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     signal.signal(signal.SIGTERM, _terminate)
+    unraisable, sys.unraisablehook = sys.unraisablehook, _raise_again(sys.unraisablehook)
     try:
-        from . import commands
-
-        commands.run(commands.parse_args(argv))
+        with _held_back():
+            from . import commands, options
+        args = commands.parse_args(argv)
+        with options.notice_for(args.command):
+            commands.run(args)
     except KeyboardInterrupt:
         print("beggar: interrupted", file=sys.stderr)
         return 130
@@ -65,6 +121,8 @@ def main(argv=None):
         status, message = _failure(error)
         print(message, file=sys.stderr)
         return status
+    finally:
+        sys.unraisablehook = unraisable
     return 0
 
 

@@ -5,16 +5,19 @@ commands take, the checks of ``--ray`` and ``--backend cuda``, and how a run is 
 import argparse
 import re
 import sys
-import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
 from .. import checks, files
 from . import UsageError
 
-COMPILE_NOTICE_AFTER = 1.0  # seconds a first call may take before we say what it is doing
 COMPILE_NOTICE = "beggar: preparing the compiled engine"  # how the notice starts (the tests look for it)
+COMPILE_NOTICE_WORDS = (
+    f"{COMPILE_NOTICE} (the first run of each part compiles it once, seconds to a minute; later runs load it from "
+    "numba's cache; beggar warmup compiles every part)..."
+)
 WHOLE_NUMBER = re.compile(r"-?[0-9]+")  # int() would also take '5_0', '+5', ' 7 ' and other scripts' digits ('５')
 REAL_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
@@ -142,24 +145,27 @@ def seed(args):
     return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
+@contextmanager
+def notice_for(command):
+    """The package's compile notice (:data:`beggar_env.jit.notice`) in the command's words
+    while it runs; none for ``warmup``, which reports each part itself."""
+    from .. import jit
+
+    words, jit.notice.words = jit.notice.words, None if command == "warmup" else COMPILE_NOTICE_WORDS
+    try:
+        yield
+    finally:
+        jit.notice.words = words
+
+
 def compiling_notice(first_call):
     """Run ``first_call()`` (it compiles the engine on a first run, or loads it from the
-    cache); if it takes more than a second, say so on stderr."""
-    notice = threading.Timer(
-        COMPILE_NOTICE_AFTER,
-        lambda: print(
-            f"{COMPILE_NOTICE} (the first run of each part compiles it once, seconds to a minute; later runs load "
-            "it from numba's cache; beggar warmup compiles every part)...",
-            file=sys.stderr,
-            flush=True,
-        ),
-    )
-    notice.daemon = True
-    notice.start()
-    try:
+    cache); if numba takes more than a second of it, say so on stderr (once per process:
+    the package's own notice, which a slow compilation shows anyway)."""
+    from .. import jit
+
+    with jit.notice.slow():
         return first_call()
-    finally:
-        notice.cancel()
 
 
 def run_with_progress(unit, disable, run):

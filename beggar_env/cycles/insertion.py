@@ -34,6 +34,7 @@ CHANGES = ("insert", "move", "delete", "pairs")  # a card put in, moved, taken o
 INSERT, MOVE, DELETE, PAIRS = range(4)
 GROWTH = (1, 0, -1, 2)  # cards a change adds
 CAPACITY = 1 << 12  # cycles written per grown cycle and call (more: the call is repeated with room for all)
+TRIES_PER_CALL = 1 << 15  # changed positions a compiled call plays per thread (a tenth of a second or so)
 
 
 @jit
@@ -76,14 +77,16 @@ def _insert(base, n, at, c, grown):
 
 
 @jit(parallel=True)
-def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_periods, counts):
-    """For each cycle ``keys[i]`` (period ``periods[i]`` tricks), every position of it
-    changed and played forward: with ``mode`` INSERT, a card of each class ``c`` with
-    ``room[i, c] >= 1`` put in at each place; MOVE, each card taken out and put back at each
-    other place; DELETE, each card taken out; PAIRS, two cards put in (of classes with room
-    for both) at each two places. The first ``out_keys.shape[1]`` of those that cycle go to
-    ``out_keys[i]`` (their cycle's key) and ``out_periods[i]`` (cards, tricks);
-    ``counts[i]`` is how many cycled in all."""
+def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_periods, counts, begin, end):
+    """For each cycle ``keys[i]`` (period ``periods[i]`` tricks), its positions ``begin`` to
+    ``end - 1`` changed and played forward: with ``mode`` INSERT, a card of each class ``c``
+    with ``room[i, c] >= 1`` put in at each place; MOVE, each card taken out and put back at
+    each other place; DELETE, each card taken out; PAIRS, two cards put in (of classes with
+    room for both) at each two places. The first ``out_keys.shape[1]`` of those that cycle go
+    to ``out_keys[i]`` (their cycle's key) and ``out_periods[i]`` (cards, tricks);
+    ``counts[i]`` is how many cycled in all. A call with ``begin`` 0 starts each cycle
+    (``walkers[i]`` at its first position, ``counts[i]`` 0); the next calls, with the same
+    arrays, carry on where it stopped (see :func:`_grow_call`)."""
     states, progress = work
     length = keys.shape[1]
     n_players = 1
@@ -101,10 +104,11 @@ def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_
         grown = np.empty(grown_length, np.int8)
         scratch = np.empty(grown_length, np.int8)
         game, out = (cards, sizes, s, start, probe, f, r), (out_keys, out_periods, counts)
-        unpack_key(keys[i], cards, sizes)
-        core.init_state(walker, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
-        counts[i] = 0
-        for _ in range(periods[i]):
+        if begin == 0:
+            unpack_key(keys[i], cards, sizes)
+            core.init_state(walker, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
+            counts[i] = 0
+        for _ in range(begin, min(end, periods[i])):
             census.write_key(walker, position)
             if mode == INSERT:
                 for at in range(length + 1):
@@ -205,7 +209,32 @@ def room(key, target, slack=None):
     return free
 
 
-def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None):
+def tries(mode, length):
+    """How many changed positions (at most) each position of a cycle is played in, by the
+    length of its key (cards and separators)."""
+    places = length + 1
+    changes = (
+        places * core.N_CLASSES,
+        length * length,
+        length,
+        places * core.N_CLASSES * (places + 1) * core.N_CLASSES // 2,
+    )
+    return changes[mode]
+
+
+def _batches(periods, changes, threads):
+    """How :func:`grow_level` is called on cycles of ``periods`` (their positions), each
+    position played in ``changes`` changed positions, on ``threads`` threads: on ``batch`` cycles at a
+    time, ``window`` of their positions per call, so that a call plays at most about
+    :data:`TRIES_PER_CALL` changed positions per thread (and never less than a position per
+    thread)."""
+    per_call = max(threads, TRIES_PER_CALL * threads // changes)  # positions
+    longest = int(periods.max())
+    batch = min(len(periods), max(threads, min(4 * threads, per_call), per_call // longest))
+    return batch, max(1, per_call // batch)
+
+
+def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None, threads=1):
     keys = [cycle.key for cycle in cycles]
     n_cards = len(keys[0].replace("/", ""))
     room_of = np.array([room(key, target, slack) for key in keys])
@@ -216,11 +245,16 @@ def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None):
     work = core.new_work(rows, n_players, capacity_cards)
     results = core.new_results(rows, n_players)
     walkers = core.new_states(rows, n_players, capacity_cards)
+    batch, window = _batches(periods, tries(mode, key_rows.shape[1]), threads)
     while True:
         out_keys = np.zeros((rows, capacity, key_rows.shape[1] + GROWTH[mode]), np.int8)
         out_periods = np.zeros((rows, capacity, 2), np.int64)
         counts = np.zeros(rows, np.int64)
-        grow_level(key_rows, periods, room_of, mode, walkers, work, results, out_keys, out_periods, counts)
+        for a in range(0, rows, batch):  # a bounded amount of work per call, so that Ctrl-C is seen between calls
+            b = min(rows, a + batch)
+            arrays = (key_rows[a:b], periods[a:b], room_of[a:b], mode, walkers[a:b], (work[0][a:b], work[1][a:b]))
+            for begin in range(0, int(periods[a:b].max()), window):
+                grow_level(*arrays, results[a:b], out_keys[a:b], out_periods[a:b], counts[a:b], begin, begin + window)
         if counts.max() <= capacity:
             break
         capacity = int(counts.max())
@@ -305,12 +339,12 @@ def explore(
 
 def _explore(cycles, n_players, mode, target, beam, slack, levels, seed, threads, progress):
     seen, done = {cycle.key for cycle in cycles}, []
-    with parallel(threads):
+    with parallel(threads) as n_threads:
         while cycles and (levels is None or len(done) < levels):
             n_cards = len(cycles[0].key.replace("/", ""))
             if n_cards + GROWTH[mode] > target.sum():
                 break
-            found, positions = _grow_call(cycles, n_players, target, CAPACITY, mode, slack)
+            found, positions = _grow_call(cycles, n_players, target, CAPACITY, mode, slack, n_threads)
             new = {key: cycle for key, cycle in found.items() if key not in seen}
             seen.update(new)
             size = n_cards + GROWTH[mode]
