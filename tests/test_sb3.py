@@ -286,10 +286,8 @@ def test_adapter_without_sb3_says_what_to_install():
     code = "import sys\nsys.modules['stable_baselines3'] = None\nimport beggar_env.envs.sb3\n"
     result = run_python(code)
     assert result.returncode != 0
-    assert (
-        "ImportError: beggar_env.envs.sb3 needs Stable-Baselines3 and torch: pip install 'beggar-env[rl]'"
-        in result.stderr
-    )
+    hint = "pip install '.[rl]' in a checkout of beggar-env (once published: pip install 'beggar-env[rl]')"
+    assert f"ImportError: beggar_env.envs.sb3 needs Stable-Baselines3 and torch: {hint}" in result.stderr
 
 
 # ------------------------------------------------------------------- the example
