@@ -26,6 +26,7 @@ submission file (``beggar baselines --forecaster FILE`` adds it to the tables).
 
 import json
 import math
+import numbers
 import os
 import time
 from dataclasses import dataclass, field
@@ -615,8 +616,15 @@ def _check_forecasts(probs, n, n_outcomes, weights=False, who="predict_proba"):
     except (TypeError, ValueError):
         raw = np.asarray(object())
     what = "weights" if weights else "probabilities"
+    if raw.dtype.kind == "O" and raw.ndim == 2:  # Python numbers (not strings numpy would read as numbers)
+        if all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.flat):
+            try:
+                raw = raw.astype(np.float64)
+            except (OverflowError, TypeError, ValueError):  # an int too large for a float: not a probability
+                pass
     if raw.dtype.kind not in "iuf":  # not strings that numpy would read as numbers, not complex, not True
-        raise ValueError(f"{who} must return real numbers ({what}), not {checks.excerpt(probs)}")
+        got = f"an array of {raw.dtype}" if raw.ndim else checks.excerpt(probs).replace("\n", " ")
+        raise ValueError(f"{who} must return real numbers ({what}), not {got}")
     if raw.shape != (n, n_outcomes):
         raise ValueError(f"{who} must return shape ({n}, {n_outcomes}): one row per position, got {raw.shape}")
     probs = raw.astype(np.float64)
