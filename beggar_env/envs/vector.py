@@ -66,7 +66,7 @@ class BeggarVectorEnv(VectorEnv):
     ):
         num_envs = checks.count("num_envs", num_envs, 1)
         checks.memory(
-            num_envs * task.env_bytes(n_players if checks.is_integer(n_players) and 2 <= n_players <= 4 else 4),
+            num_envs * task.env_bytes(int(n_players) if checks.is_integer(n_players) and 2 <= n_players <= 4 else 4),
             f"num_envs={num_envs:,} envs",
             "make fewer envs",
         )
