@@ -405,6 +405,17 @@ ENV_DTYPE = np.dtype(
 )
 
 
+def env_bytes(n_players):
+    """The memory one env of the vector env takes, at most (the largest observation): its
+    game, the three records that play it ahead, its progress and result (and a final one),
+    its observation (and a final one), its slice of the batched observation space (a low and
+    a high bound per slot) and of the action space."""
+    state = core.state_dtype(n_players, CAPACITY).itemsize
+    slots = max(Layout(n_players, level).size for level in OBSERVATIONS)
+    records = 4 * state + core.new_progress(1).dtype.itemsize + 2 * core.result_dtype(n_players).itemsize
+    return records + ENV_DTYPE.itemsize + 2 * 4 * slots + 2 * 8 * slots + 2 * 8 * (n_players + 1) + 1
+
+
 def new_envs(n_envs, n_players):
     """The arrays of a batch of envs (states, ahead, progress, results, envs), ready to be dealt."""
     envs = np.zeros(n_envs, ENV_DTYPE)

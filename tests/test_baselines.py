@@ -247,3 +247,235 @@ def test_sequences_without_torch_is_one_line(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "needs torch" in result.stderr and "beggar-env[rl]" in result.stderr
     assert len(without_notice(result.stderr).strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ nothing lost, no wrong answer
+
+
+def snapshot(folder):
+    """Every file in ``folder`` (hidden ones too: temporary files, locks) and its bytes."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def mine(study, tmp_path_factory):
+    """A valid report of the tiny study's 2-player test set, as a dict."""
+
+    class Mine(beggar_env.forecasting.forecasters.MostCards):
+        name = "mine"
+
+    return json.loads(json.dumps(ev.evaluate(Mine(2), ev.TestSet.generate(2, TINY.test_games), bootstrap=20)))
+
+
+def copy_of(study, tmp_path):
+    import shutil
+
+    out = tmp_path / "study"
+    shutil.copytree(study[1], out)
+    return out
+
+
+def redraw_in_process(capsys, out, *reports):
+    capsys.readouterr()
+    args = ["baselines", "--redraw", "--out", str(out), *(a for r in reports for a in ("--forecaster", str(r)))]
+    status = beggar_env.cli.main(args)
+    return status, capsys.readouterr().err.strip().splitlines()
+
+
+def mutated(report, path, value):
+    """``report`` with the value at ``path`` (keys and indices) replaced (deleted: ``DELETE``)."""
+    report = copy.deepcopy(report)
+    parent = report
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is DELETE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return report
+
+
+DELETE = object()
+HOSTILE_REPORTS = {  # issue 27's attacks: each once broke the folder for good, gave a traceback or a wrong table
+    "a number for a name": (("forecaster",), 123),
+    "null for a name": (("forecaster",), None),
+    "a 100,000-character name": (("forecaster",), "x" * 100_000),
+    "a name that injects a row": (("forecaster",), "mine |\n| oracle | 1.000"),
+    "a name with a control character": (("forecaster",), "mine\x1b[2J"),
+    "a name with spaces around it": (("forecaster",), " mine "),
+    "the oracle's name": (("forecaster",), "oracle"),
+    "the seat prior's name": (("forecaster",), "seat prior"),
+    "the Bayes row's name": (("forecaster",), "Bayes (Monte Carlo, K=16)"),
+    "an interval of one end": (("slices", "all", "accuracy", "ci95"), [0.5]),
+    "an interval upside down": (("slices", "all", "accuracy", "ci95"), [0.9, 0.1]),
+    "by_cards of the wrong length": (("by_cards", "accuracy"), [0.5] * 7),
+    "relabelled 3 players": (("n_players",), 3),
+    "2.0 players": (("n_players",), 2.0),
+    "no slices": (("slices",), {}),
+    "a slice missing": (("slices", "open"), DELETE),
+    "an accuracy of -5": (("slices", "all", "accuracy", "value"), -5),
+    "an accuracy above 1": (("slices", "open", "accuracy", "value"), 1.5),
+    "a negative log loss": (("slices", "all", "log_loss", "value"), -0.1),
+    "a log loss above the floor's": (("slices", "all", "log_loss", "value"), 14.0),
+    "a probability above 1": (("reliability", "confidence", 0), 2.0),
+    "bins that do not add up": (("reliability", "size", 0), 1),
+    "another player count's outcomes": (("calibration", "by_outcome", "seat 2"), {"probability": [0.5]}),
+    "no forecasts per second": (("forecasts_per_s",), 0),
+    "other positions": (("positions",), 12),
+}
+TEXTS = {  # files that are not reports at all
+    "NaN": lambda text: text.replace('"value": 0.', '"value": NaN, "was": 0.', 1),
+    "1e400": lambda text: text.replace('"forecasts_per_s": ', '"forecasts_per_s": 1e400, "was": ', 1),
+    "not JSON": lambda text: text[: len(text) // 2],
+    "a list": lambda text: f"[{text}]",
+    "empty": lambda text: "",
+    "two megabytes": lambda text: text[:-1] + ', "padding": "' + " " * 2_000_000 + '"}',
+}
+
+
+@pytest.mark.parametrize("case", [*HOSTILE_REPORTS, *TEXTS])
+def test_a_hostile_report_is_one_line_and_leaves_the_folder_as_it_was(study, mine, tmp_path, capsys, case):
+    """Each of these once wrote results.json before drawing failed (every later --redraw
+    failed too), gave a traceback, or put a wrong row in the tables: now one line, exit
+    status 2, every file of the folder as it was, and a good report is added after it."""
+    out = copy_of(study, tmp_path)
+    before = snapshot(out)
+    path = tmp_path / "hostile.json"
+    if case in HOSTILE_REPORTS:
+        path.write_text(json.dumps(mutated(mine, *HOSTILE_REPORTS[case])))
+    else:
+        path.write_text(TEXTS[case](json.dumps(mine)))
+    status, err = redraw_in_process(capsys, out, path)
+    assert status == 2 and len(err) == 1 and str(path) in err[0], err
+    assert snapshot(out) == before
+
+
+def test_every_report_is_checked_before_any_row_is_added(study, mine, tmp_path, capsys):
+    out = copy_of(study, tmp_path)
+    before = snapshot(out)
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(mine))
+    bad.write_text(json.dumps(mutated(mine, ("forecaster",), "oracle")))
+    status, err = redraw_in_process(capsys, out, good, bad)
+    assert status == 2 and len(err) == 1 and "bad.json" in err[0] and snapshot(out) == before
+
+
+def test_a_drawing_that_fails_writes_nothing(study, mine, tmp_path, monkeypatch):
+    """results.json used to be replaced before the pictures were drawn: a drawing that
+    failed left results that no later --redraw could draw."""
+    out = copy_of(study, tmp_path)
+    before = snapshot(out)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(mine))
+
+    def broken(fig, rect=None):
+        raise RuntimeError("matplotlib failed")
+
+    monkeypatch.setattr(baselines, "_png", broken)
+    with pytest.raises(RuntimeError, match="matplotlib failed"):
+        baselines.redraw(out, [path], "a command")
+    assert snapshot(out) == before
+
+
+def test_a_write_that_fails_puts_back_the_files_it_replaced(study, mine, tmp_path, monkeypatch):
+    out = copy_of(study, tmp_path)
+    before = snapshot(out)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(mine))
+    real, calls = baselines.files.write_bytes, []
+
+    def full_disk(target, data):
+        calls.append(target)
+        if len(calls) == 4:  # the fourth file: the disk is full (the files put back after it are written)
+            raise OSError(28, f"writing {target} failed: No space left on device")
+        real(target, data)
+
+    monkeypatch.setattr(baselines.files, "write_bytes", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        baselines.redraw(out, [path], "a command")
+    assert len(calls) == 4 + 3 and snapshot(out) == before
+
+
+def test_a_redraw_while_another_run_writes_the_folder_is_refused_and_loses_nothing(study, mine, tmp_path, capsys):
+    from test_failures import Holder
+
+    out = copy_of(study, tmp_path)
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(mine))
+    before = snapshot(out)
+    with Holder(out / "results.json"):
+        status, err = redraw_in_process(capsys, out, path)
+        assert status == 2 and len(err) == 1 and "being written by another run" in err[0], err
+        assert snapshot(out) == {**before, ".results.json.lock": (out / ".results.json.lock").read_bytes()}
+    assert snapshot(out) == before
+
+
+def test_two_redraws_at_once_never_lose_a_row(study, mine, tmp_path):
+    """Two `--redraw --forecaster` on one folder at once lost a row 4 times in 10, both
+    exiting 0: now the second is refused (exit 2, one line) while the first holds
+    results.json, and every row of a run that exited 0 is in it."""
+    for trial in range(2):
+        out = copy_of(study, tmp_path / str(trial))
+        reports = []
+        for name in ("mine A", "mine B"):
+            reports.append(tmp_path / f"{trial}-{name}.json")
+            reports[-1].write_text(json.dumps({**mine, "forecaster": name}))
+        runs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "beggar_env.cli",
+                    "baselines",
+                    "--redraw",
+                    "--out",
+                    str(out),
+                    "--forecaster",
+                    str(report),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for report in reports
+        ]
+        ends = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
+        names = [r["forecaster"] for r in json.loads((out / "results.json").read_text())["players"]["2"]["reports"]]
+        for (status, err), name in zip(ends, ("mine A", "mine B")):
+            assert status in (0, 2) and "Traceback" not in err, err
+            if status == 0:
+                assert name in names and f"| {name} |" in (out / "tables.md").read_text()
+            else:
+                assert len(err.strip().splitlines()) == 1 and "another run" in err, err
+        assert any(status == 0 for status, _ in ends)
+        assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no lock nor temporary file left
+
+
+def test_a_hostile_results_json_is_one_line_and_left_as_it_is(study, tmp_path, capsys):
+    out = copy_of(study, tmp_path)
+    results = json.loads((out / "results.json").read_text())
+    for broken in (
+        "{",
+        json.dumps({**results, "players": {"2": {**results["players"]["2"], "positions": "many"}}}),
+        json.dumps({**results, "protocol": {**results["protocol"], "test_games": -1}}),
+        json.dumps({**results, "players": {"5": results["players"]["2"]}}),
+    ):
+        (out / "results.json").write_text(broken)
+        before = snapshot(out)
+        status, err = redraw_in_process(capsys, out)
+        assert status == 2 and len(err) == 1 and "results.json" in err[0], err
+        assert snapshot(out) == before
+
+
+def test_results_json_is_compact_and_the_published_one_gives_the_published_tables():
+    """results.json is written without indentation (the published one: 690 KB indented,
+    400 KB so), and the published results.json, read and checked as --redraw reads it,
+    gives the published tables.md byte for byte."""
+    published = beggar_env.__file__.replace("beggar_env/__init__.py", "docs/results/")
+    text = open(published + "results.json").read()
+    results = baselines.read_results(published + "results.json")
+    assert text == baselines.results_text(results) and text.count("\n") == 1 and len(text) < 450_000
+    assert baselines.tables_text(results) == open(published + "tables.md").read()
+    more = copy.deepcopy(results)  # the published reports are rows it accepts
+    for name in ("ppo_2p.json", "sequences/gru_public_outcome_3p.json"):
+        baselines.add_reports(more, [published + name])

@@ -294,9 +294,13 @@ def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp
     good = tmp_path / "good"
     good.mkdir()
     (good / "results.json").write_text('{"earlier": "results"}')
-    full_disk(10)
-    with pytest.raises(OSError, match="writing .*results.json failed: No space left on device"):
-        baselines.write({"players": {}, "protocol": {"test_games": 1}}, good, "a command")
+    published = baselines.read_results(
+        os.path.join(os.path.dirname(beggar_env.__file__), "../docs/results/results.json")
+    )
+    published["players"] = {"2": published["players"]["2"]}
+    full_disk(10)  # the first file written (tables.md: drawn first, results.json replaced last) fails
+    with pytest.raises(OSError, match="writing .*tables.md failed: No space left on device"):
+        baselines.write(published, good, "a command")
     assert (good / "results.json").read_text() == '{"earlier": "results"}'  # the previous good file stays
     assert sorted(p.name for p in good.iterdir()) == ["results.json"]
 

@@ -180,3 +180,90 @@ def test_a_submitted_forecaster_joins_the_tables(tmp_path, monkeypatch, capsys):
     baselines.add_reports(results, [path])
     names = [report["forecaster"] for report in results["players"]["2"]["reports"]]
     assert names == ["seat prior", "my most cards", "Bayes (Monte Carlo, K=4)"]
+
+
+class Fixed:
+    """A forecaster whose forecasts are ``rows`` (the first rows; the rest uniform)."""
+
+    observation = "public"
+    name = "fixed"
+
+    def __init__(self, *rows):
+        self.rows = rows
+
+    def predict_proba(self, obs):
+        n = len(obs["cards"])
+        probs = np.full((n, 3), 1 / 3, dtype=object if any(isinstance(v, str) for r in self.rows for v in r) else None)
+        for i, row in enumerate(self.rows):
+            probs[i] = row
+        return probs
+
+
+@pytest.mark.parametrize(
+    "rows, row",
+    [
+        ([[1.5e308, 1.5e308, 0]], 0),  # the sum overflows: scored as log loss 13.8, once
+        ([[1 / 3] * 3, [0.5, 0.5, 0.5]], 1),  # sums to 1.5
+        ([[1 / 3] * 3, [1 / 3] * 3, [0.2, 0.2, 0.2]], 2),  # sums to 0.6
+        ([[1.2, -0.2, 0]], 0),  # sums to 1, yet not probabilities
+        ([[float("nan"), 0.5, 0.5]], 0),
+        ([[float("inf"), 0, 0]], 0),
+    ],
+)
+def test_forecasts_that_are_not_probabilities_are_refused_naming_the_row(test_set, rows, row):
+    with pytest.raises(ValueError, match=rf"predict_proba must return probabilities in \[0, 1\].* row {row} is"):
+        evaluate(Fixed(*rows), test_set, bootstrap=5)
+
+
+@pytest.mark.parametrize("forecasts", [np.full((1, 3), 1 / 3 + 0j), np.array([["0.5", "0.5", "0"]])])
+def test_forecasts_that_are_not_real_numbers_are_refused(test_set, forecasts):
+    class Odd(Fixed):
+        def predict_proba(self, obs):
+            return np.resize(forecasts, (len(obs["cards"]), 3))
+
+    with pytest.raises(ValueError, match="predict_proba must return real numbers"):
+        evaluate(Odd(), test_set, bootstrap=5)
+
+
+def test_probabilities_within_rounding_of_1_are_scored(test_set):
+    near = np.float32([0.2, 0.3, 0.5])  # float32 rows: sums off 1 by ~1e-8
+    report = evaluate(Fixed(near, near * (1 + 5e-5)), test_set, bootstrap=5)
+    assert 0 <= report["slices"]["all"]["log_loss"]["value"] < 13
+
+
+@pytest.mark.parametrize(
+    "name, error",
+    [(123, TypeError), (b"mine", TypeError), ("", ValueError), ("a | b", ValueError), ("x" * 81, ValueError)],
+)
+def test_a_name_is_a_cell_of_the_tables(test_set, name, error):
+    with pytest.raises(error, match="name"):
+        evaluate(forecasters.MostCards(2), test_set, bootstrap=5, name=name)
+    with pytest.raises(error, match="name"):
+        evaluate(forecasters.MostCards(2).act, test_set, bootstrap=5, name=name)
+
+
+def test_a_policys_probability_weights_are_normalised_but_an_overflow_is_refused(test_set):
+    report = evaluate(lambda obs: np.tile([2.0, 1.0, 1.0], (len(obs["cards"]), 1)), test_set, forecast="probs")
+    assert report["slices"]["all"]["log_loss"]["value"] > 0
+    with pytest.raises(ValueError, match="a policy must return finite weights >= 0 with a finite sum"):
+        evaluate(lambda obs: np.tile([1.5e308, 1.5e308, 0], (len(obs["cards"]), 1)), test_set, forecast="probs")
+
+
+def test_a_report_file_is_checked_whole_in_one_line(test_set, tmp_path):
+    path = evaluate(MostCardsByHand(), test_set, bootstrap=10).save(tmp_path / "mine.json")
+    assert protocol.Report.load(path)["forecaster"] == "my most cards"
+    saved = json.loads(open(path).read())
+    for mutate, words in (
+        (lambda r: r.update(n_players=2.0), "$.n_players: must be a whole number"),
+        (lambda r: r["slices"]["all"]["accuracy"].update(value=-5), "$.slices.all.accuracy.value"),
+        (lambda r: r["by_cards"].update(brier=[0.1]), "$.by_cards.brier"),
+        (lambda r: r.update(forecaster="a\nb"), "$.forecaster"),
+        (lambda r: r["reliability"]["size"].append(1), "$.reliability"),
+    ):
+        broken = json.loads(json.dumps(saved))
+        mutate(broken)
+        (tmp_path / "broken.json").write_text(json.dumps(broken))
+        with pytest.raises(ValueError) as caught:
+            protocol.Report.load(tmp_path / "broken.json")
+        message = str(caught.value)
+        assert "broken.json" in message and words in message and "\n" not in message, message

@@ -392,3 +392,16 @@ def test_ppo_example_refuses_bad_arguments(args, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         load_example().parse_args(args)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_stepping_with_no_actions_names_them_and_the_env_steps_on(sb3):
+    """``step(None)`` gave step_wait's RuntimeError ("call step_async first"), as if the
+    caller had forgotten a call."""
+    env = sb3.make(2)
+    env.reset()
+    with pytest.raises(TypeError, match="actions must be the 2 envs' actions"):
+        env.step(None)
+    with pytest.raises(ValueError, match="actions"):
+        env.step(np.array([7, 7]))  # a refused action is not tried again at the next step
+    obs, rewards, dones, infos = env.step(np.zeros(2, np.int64))
+    assert obs.shape[0] == 2 and len(infos) == 2

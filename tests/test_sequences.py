@@ -230,3 +230,120 @@ def test_distillation_trains_on_soft_labels():
     forecaster.fit()
     assert forecaster.history[0]["val_log_loss"] < 5
     assert forecaster.name == "transformer (public stream, distilled from Bayes)"
+
+
+# ------------------------------------------------------------------ model files
+
+
+def small(architecture="gru"):
+    forecaster = sequence_models.SequenceForecaster(
+        2, "public", architecture, hidden=8, layers=1, context=8, games=20, epochs=1, lanes=4, window=8, val_games=5
+    )
+    forecaster.model = forecaster.new_model()
+    return forecaster
+
+
+def test_a_save_that_fails_keeps_the_previous_model(tmp_path, monkeypatch):
+    """save wrote in place: a save that failed on a full disk left an unloadable file and
+    the previous model gone."""
+    path = small().save(tmp_path / "model.pt")
+    before = open(path, "rb").read()
+    real = torch.save
+
+    def full_disk(obj, f, *args, **kwargs):
+        real(obj, f, *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sequence_models.torch, "save", full_disk)
+    with pytest.raises(OSError, match="writing .*model.pt failed: No space left on device"):
+        small("transformer").save(path)
+    assert open(path, "rb").read() == before and sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+    monkeypatch.undo()
+    assert sequence_models.SequenceForecaster.load(path).architecture == "gru"
+    assert small().save(tmp_path / "bare").endswith("bare.pt")
+    with pytest.raises(ValueError, match="names a .txt file"):
+        small().save(tmp_path / "model.txt")
+
+
+def saved_with(tmp_path, change):
+    """A model file whose saved object ``change`` altered."""
+    forecaster = small()
+    saved = {
+        "format": sequence_models.MODEL_FORMAT,
+        "settings": forecaster.settings(),
+        "state": forecaster.model.state_dict(),
+        "history": [],
+    }
+    change(saved)
+    path = tmp_path / "altered.pt"
+    torch.save(saved, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda s: s["settings"].update(hidden=100_000), "hidden must be between 1 and 4096"),  # 19 GB, once
+        (lambda s: s["settings"].update(hidden=4000), "weights 'embed.weight' are (8,"),  # 128 MB: not in the file
+        (lambda s: s["settings"].update(context=10**9), "context must be"),
+        (lambda s: s["settings"].update(threads=10**9), "threads must be"),
+        (lambda s: s["settings"].update(n_players=7), "n_players"),
+        (lambda s: s["settings"].update(architecture="lstm"), "architecture"),
+        (lambda s: s["settings"].pop("lanes"), "its settings are"),
+        (lambda s: s["settings"].update(extra=1), "its settings are"),
+        (lambda s: s.update(settings=[1, 2]), "its settings are"),
+        (lambda s: s["state"].pop("head.bias"), "not those of its settings' model"),
+        (lambda s: s["state"].update({"head.bias": torch.zeros(5)}), "'head.bias' are (5,)"),
+        (lambda s: s["state"].update({"head.bias": torch.full((3,), float("nan"))}), "not all finite"),
+        (lambda s: s["state"].update({"head.bias": torch.zeros(3, dtype=torch.long)}), "not a tensor of real"),
+        (lambda s: s.update(history="long"), "history"),
+        (lambda s: s.pop("state"), "lacks its settings"),
+        (lambda s: s.update(format="something else"), "its format is"),
+    ],
+)
+def test_a_hostile_model_file_is_one_line_naming_it(tmp_path, change, words):
+    """load trusted the file: a few hundred bytes could ask for 19 GB, and a broken file
+    raised torch's own errors."""
+    path = saved_with(tmp_path, change)
+    with pytest.raises(ValueError) as caught:
+        sequence_models.SequenceForecaster.load(path)
+    message = str(caught.value)
+    assert str(path) in message and words in message and "\n" not in message, message
+
+
+def test_a_file_that_is_not_a_model_is_one_line_naming_it(tmp_path):
+    good = small().save(tmp_path / "good.pt")
+    data = open(good, "rb").read()
+    cases = {
+        "random.pt": bytes(range(256)) * 4,
+        "empty.pt": b"",
+        "truncated.pt": data[: len(data) // 2],
+        "tail.pt": data[:-30],
+        "text.pt": b'{"settings": {}}',
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError) as caught:
+            sequence_models.SequenceForecaster.load(tmp_path / name)
+        assert str(tmp_path / name) in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="no such file"):
+        sequence_models.SequenceForecaster.load(tmp_path / "none.pt")
+    with pytest.raises(TypeError, match="path"):
+        sequence_models.SequenceForecaster.load(3)
+
+
+def test_fit_shows_its_progress_on_stderr_unless_told_not_to(capsys, monkeypatch):
+    """fit trained for minutes without a word."""
+    monkeypatch.setattr(sequence_models._Bar, "DELAY", 0)
+    settings = dict(hidden=8, layers=1, games=40, epochs=2, lanes=4, window=16, val_games=10, seed=3)
+    sequence_models.SequenceForecaster(2, **settings).fit()
+    err = capsys.readouterr().err
+    assert "training GRU (public stream)" in err and "80/80" in err and "epoch 2/2: held-out log loss" in err
+    for quiet in (False, None):
+        sequence_models.SequenceForecaster(2, **settings).fit(progress=quiet)
+        assert capsys.readouterr().err == ""
+    calls = []
+    sequence_models.SequenceForecaster(2, **settings).fit(progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (80, 80) and capsys.readouterr().err == ""
+    with pytest.raises(TypeError, match="progress"):
+        sequence_models.SequenceForecaster(2, **settings).fit(progress="yes")

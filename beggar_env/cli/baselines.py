@@ -1,7 +1,6 @@
 """``beggar baselines``: train and evaluate every forecaster with the published protocol,
 and write the results (``--redraw``: the tables and pictures again, with rows added)."""
 
-import json
 import os
 import sys
 import time
@@ -121,27 +120,22 @@ def run(args):
 
 
 def _redraw(baselines, out, reports, given_out):
+    """Read ``out``'s results.json, add the reports, write the tables and pictures again: all
+    under results.json's lock (a second run on the folder meanwhile is refused, exit 2), every
+    report checked before anything is written, results.json replaced last."""
     path = os.path.join(out, "results.json")
-    try:
-        with open(path) as f:
-            results = json.load(f)
-    except (OSError, ValueError) as error:
-        raise UsageError(
-            f"beggar baselines: --redraw: cannot read {path}: {getattr(error, 'strerror', error)}"
-        ) from None
-    if not reports:
-        written = baselines.write_tables_and_pictures(results, out)
-        print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
-        return
     for report in reports:
         if not os.path.isfile(report):
             raise UsageError(f"beggar baselines: --forecaster: no such file: {report}")
     command = f"beggar baselines --redraw --out {given_out}" + "".join(f" --forecaster {r}" for r in reports)
     try:
-        written = baselines.add_to_written(results, out, reports, command)
+        written = baselines.redraw(out, reports, command)
     except ValueError as error:
-        raise UsageError(f"beggar baselines: --forecaster: {error}") from None
-    print(f"{len(reports)} rows added to {path}; tables.md and {len(written)} pictures written again")
+        raise UsageError(f"beggar baselines --redraw: {error}") from None
+    if reports:
+        print(f"{len(reports)} rows added to {path}; tables.md and {len(written)} pictures written again")
+    else:
+        print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
 
 
 def print_rows(rows):

@@ -157,6 +157,13 @@ class SampleBuffers:
         return self.wide[j, start:stop]
 
 
+def table_bytes_per_row(columns: ObservationColumns):
+    """The bytes one row of a shard takes as pyarrow holds it: each column in its file's
+    type (the weight column counted, whether the dataset has it or not)."""
+    observation = sum(np.dtype(kind).itemsize for kind in columns.types)
+    return observation + sum(np.dtype(kind).itemsize for _, kind in (*LEADING, *TRAILING, WEIGHT))
+
+
 def bytes_per_row(columns: ObservationColumns):
     """The bytes one row takes in :class:`SampleBuffers`."""
     narrow = sum(np.dtype(kind).itemsize for kind in columns.types if kind != np.int32)

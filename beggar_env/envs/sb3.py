@@ -100,13 +100,15 @@ class SB3VecEnv(VecEnv):
         return self._batch_obs(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
+        if actions is None:  # None is how step_wait knows that no actions wait
+            raise TypeError(f"actions must be the {self.num_envs} envs' actions (an array, one per env), not None")
         self._actions = actions
 
     def step_wait(self):
         if self._actions is None:
             raise RuntimeError("call step_async(actions) before step_wait()")
-        obs, rewards, terminated, truncated, infos = self.venv.step(self._actions)
-        self._actions = None
+        actions, self._actions = self._actions, None  # taken: a refused action is not tried again
+        obs, rewards, terminated, truncated, infos = self.venv.step(actions)
         dones = terminated | truncated
         out = _unbatch(infos, self.num_envs)
         for info, cut in zip(out, (truncated & ~terminated).tolist()):

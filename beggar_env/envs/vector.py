@@ -65,6 +65,11 @@ class BeggarVectorEnv(VectorEnv):
         copy: bool = True,
     ):
         num_envs = checks.count("num_envs", num_envs, 1)
+        checks.memory(
+            num_envs * task.env_bytes(int(n_players) if checks.is_integer(n_players) and 2 <= n_players <= 4 else 4),
+            f"num_envs={num_envs:,} envs",
+            "make fewer envs",
+        )
         if not isinstance(copy, (bool, np.bool_)):
             raise TypeError(f"copy must be True or False, not {type(copy).__name__}")
         if not isinstance(autoreset_mode, AutoresetMode):

@@ -6,7 +6,9 @@ Seeds: test deals from ``protocol.TEST_SEED``, training data from ``TRAIN_SEED +
 forecasters and game statistics from ``seed``: a run is reproduced by its command.
 """
 
+import copy
 import importlib
+import io
 import json
 import os
 import platform
@@ -45,6 +47,83 @@ FULL = Protocol(
 )
 QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20, bayes_sweep=(8,))
 TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
+
+
+_NUMBER = {"type": "number"}  # NaN too: the gap closed between two rows of equal figures
+_COUNT = {"type": "integer", "minimum": 0}
+_POSITIVE = {"type": "integer", "minimum": 1}
+
+
+def _object(**properties):
+    """A JSON Schema object with these properties, all required."""
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
+def _interval(value=_NUMBER):
+    return {"type": "array", "items": value, "minItems": 2, "maxItems": 2}
+
+
+_ROW = {  # a row of the tables: a report (protocol.REPORT_SCHEMA) with the gap it closes
+    "allOf": [
+        ev.REPORT_SCHEMA,
+        _object(gap_closed=_object(**{name: _object(accuracy=_NUMBER, log_loss=_NUMBER) for name in ("all", "open")})),
+    ]
+}
+_DIFFERENCE = _object(difference=_NUMBER, ci95=_interval())
+_BLOCK = _object(  # one player count's results
+    reports={"type": "array", "items": _ROW, "minItems": 1},
+    positions={"type": "integer", "minimum": 1},
+    open_positions=_COUNT,
+    train_samples=_COUNT,
+    open_unanimous=_NUMBER,
+    game_statistics=_object(
+        games={"type": "integer", "minimum": 1},
+        cards=_object(**{name: _NUMBER for name in ("mean", "p5", "p50", "p95", "p99", "max")}),
+        tricks=_object(mean=_NUMBER),
+        cycles=_COUNT,
+        cycle_share=_NUMBER,
+        seats={"type": "array", "items": _object(seat=_COUNT, rate=_NUMBER, ci95=_interval())},
+        histogram_cards={"type": "array", "items": _COUNT, "minItems": 1},
+    ),
+)
+_BLOCK["properties"]["paired"] = {  # optional, as the tables read them
+    "type": "array",
+    "items": _object(
+        this={"type": "string"},
+        next={"type": "string"},
+        **{name: _object(accuracy=_DIFFERENCE, log_loss=_DIFFERENCE) for name in ("all", "open")},
+    ),
+}
+_BLOCK["properties"]["bayes_sweep"] = {
+    "type": "array",
+    "items": _object(
+        k=_COUNT,
+        **{name: _NUMBER for name in ("accuracy", "log_loss", "log_loss_open", "log_loss_determined", "floor")},
+        forecasts_per_s=_NUMBER,
+    ),
+}
+RESULTS_SCHEMA = {  # what the tables and pictures read of results.json: checked before a redraw, and before a write
+    "type": "object",
+    "required": ["protocol", "players"],
+    "properties": {
+        "command": {"type": "string"},
+        "added": {"type": "array", "items": {"type": "string"}},
+        "protocol": {
+            **_object(**{name: _POSITIVE for name in Protocol.__dataclass_fields__ if name != "bayes_sweep"}),
+            "properties": {
+                **{name: _POSITIVE for name in Protocol.__dataclass_fields__},
+                "bayes_sweep": {"type": "array", "items": _POSITIVE},
+            },
+            "additionalProperties": False,
+        },
+        "players": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"enum": ["2", "3", "4"]},
+            "additionalProperties": _BLOCK,
+        },
+    },
+}
 
 
 INSTALL = checks.install_hint("baselines") + " (scikit-learn and matplotlib)"
@@ -235,40 +314,126 @@ def run(
     return results
 
 
+def study_names(n_players, protocol):
+    """The names of the rows the study itself makes for ``n_players`` (a report may not take
+    one: it would replace the study's own row, and the gaps closed are measured between two
+    of them), in the tables' case-insensitive comparison."""
+    made = fc.baselines(n_players, bayes_k=protocol.bayes_k, prior_games=1, trees=1, epochs=1)
+    return {forecaster.name.casefold() for forecaster in made}
+
+
 def read_report(path, protocol, players):
     """A forecaster's or policy's report (a JSON file of ``Report.save``, from
     ``beggar_env.forecasting.evaluate``), checked to be a whole report of this protocol's
-    test set for one of ``players``: ``ValueError`` saying what is wrong, before any work."""
-    report = ev.Report.load(path)
+    test set for one of ``players``, named apart from the study's own rows:
+    ``ValueError`` in one line naming the file and what is wrong, before any work. The
+    checks are those of ``Report.load`` (``protocol.check_report``: the report's JSON
+    Schema and what a schema cannot say); :func:`add_reports` adds those that need the
+    study's results (the same test positions, slice by slice)."""
+    report = ev.read_report_file(path)
     if report["n_players"] not in players or report["games"] != protocol.test_games:
         raise ValueError(
-            f"{path}: a report of {report['games']} {report['n_players']}-player test games, not of this protocol's "
-            f"test set ({protocol.test_games} games of {' or '.join(map(str, players))} players)"
+            f"{path}: a report of {checks.excerpt(report['games'])} {checks.excerpt(report['n_players'])}-player test "
+            f"games, not of this protocol's test set ({protocol.test_games} games of "
+            f"{' or '.join(map(str, players))} players)"
         )
-    return report
+    ev.check_report(report, os.fspath(path))
+    name = report["forecaster"]
+    if name.casefold() in study_names(report["n_players"], protocol) or name.casefold().startswith(
+        "bayes (monte carlo"
+    ):
+        raise ValueError(
+            f"{path}: $.forecaster: {name!r} is the name of one of the study's own rows: give your forecaster "
+            "another name (evaluate(..., name=...))"
+        )
+    return ev.Report(report)
 
 
 def add_reports(results, paths):
     """Add forecasters' or policies' reports (``Report.save`` files on the same test set)
-    as rows, before the oracle."""
+    as rows, before the oracle (a row of the same name, added before, is replaced). Every
+    report is checked (:func:`read_report`, and its slices' positions against the
+    study's) before ``results`` changes: ``ValueError`` naming the file."""
     protocol = Protocol(**{**results["protocol"], "bayes_sweep": tuple(results["protocol"].get("bayes_sweep", ()))})
-    for path in paths:
-        report = read_report(path, protocol, [int(n) for n in results["players"]])
+    reports = [(path, read_report(path, protocol, [int(n) for n in results["players"]])) for path in paths]
+    for path, report in reports:
+        block = results["players"][str(report["n_players"])]
+        _same_positions(path, report, block)
+    for path, report in reports:
         block = results["players"][str(report["n_players"])]
         block["reports"] = [r for r in block["reports"] if r["forecaster"] != report["forecaster"]]  # a new run of it
         _add_gaps([report], block["reports"])
         block["reports"].insert(-1, report)
 
 
+def _same_positions(path, report, block):
+    """``ValueError`` unless ``report`` counts the positions of the study's test set, slice
+    by slice (a report of another player count's test set, relabelled, does not)."""
+    if not block["reports"]:
+        return
+    study = block["reports"][0]["slices"]
+    for name, figures in study.items():
+        theirs = report["slices"].get(name, {})
+        if (theirs.get("positions"), theirs.get("games")) != (figures["positions"], figures["games"]):
+            raise ValueError(
+                f"{path}: $.slices[{name!r}]: {theirs.get('positions')} positions of {theirs.get('games')} games, "
+                f"where the study's {report['n_players']}-player test set has {figures['positions']} of "
+                f"{figures['games']}: not a report of this test set"
+            )
+
+
 def add_to_written(results, out, paths, command):
     """Add reports as rows to ``results``, the study written in ``out`` (its ``results.json``),
     without running it again (a row of the same forecaster is replaced), and write it, the
-    tables and the pictures again; ``command`` is recorded beside the study's own. A report
-    of another test set is refused (``ValueError``) before anything is written."""
+    tables and the pictures again; ``command`` is recorded beside the study's own. Every
+    report is checked before anything is written (``ValueError``); ``results.json`` is
+    locked meanwhile (:func:`redraw` also reads it under that lock)."""
+    results = copy.deepcopy(results)  # the caller's results change only when the folder does
     add_reports(results, paths)
     results["added"] = [*[c for c in results.get("added", []) if c != command], command]
-    _write_text(Path(out) / "results.json", json.dumps(results, indent=1))
-    return write_tables_and_pictures(results, out)
+    return _write_folder(results, out, with_results=True)
+
+
+def redraw(out, paths=(), command=None):
+    """``beggar baselines --redraw``: read the study in ``out`` (its ``results.json``), add
+    the reports ``paths`` as rows (:func:`add_to_written`) and write the tables and the
+    pictures again, all under ``results.json``'s lock, so that a second run at the same
+    time is refused (``files.InUse``) rather than lose a row. Returns the pictures written."""
+    path = Path(out) / "results.json"
+    if not path.is_file():  # before the lock, which would be a new file beside it
+        raise ValueError(f"{path} does not exist: run the study first (beggar baselines --out DIR)")
+    with files.exclusive(path):
+        results = read_results(path)
+        if not paths:
+            return write_tables_and_pictures(results, out)
+        return add_to_written(results, out, paths, command)
+
+
+def read_results(path):
+    """A study's ``results.json`` (:func:`write`), checked against :data:`RESULTS_SCHEMA`
+    (every figure the tables and pictures read): ``ValueError`` in one line naming the file."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            results = json.load(f)  # not files.read_json: a gap closed between two equal rows is NaN
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist: run the study first (beggar baselines --out DIR)") from None
+    except (OSError, ValueError, RecursionError) as error:
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0] or type(error).__name__
+        raise ValueError(f"{path} cannot be read as JSON: {reason}") from None
+    check_results(results, path)
+    return results
+
+
+def check_results(results, where):
+    """``ValueError`` naming ``where`` unless ``results`` (as results.json holds them) is what
+    the tables and pictures can draw: :data:`RESULTS_SCHEMA`, and every row of a player
+    count a report of that player count."""
+    files.check_schema(results, RESULTS_SCHEMA, where)
+    for n, block in results["players"].items():
+        for i, row in enumerate(block["reports"]):
+            if row["n_players"] != int(n):
+                raise ValueError(f"{where}: $.players['{n}'].reports[{i}]: a report of {row['n_players']} players")
 
 
 def versions():
@@ -444,7 +609,8 @@ def statistics_table(results):
 
 def check_out(out):
     """Check, before the study, that ``out`` can take its files: a folder this process can
-    write in, or a new one in such a folder. ``ValueError`` naming the problem."""
+    write in, or a new one in such a folder, whose ``results.json`` no other run is writing.
+    ``ValueError`` naming the problem."""
     out = os.path.abspath(os.fspath(out))
     if os.path.exists(out) and not os.path.isdir(out):
         raise ValueError(f"{out} is a file, not a folder")
@@ -454,21 +620,74 @@ def check_out(out):
     if not os.access(where, os.W_OK):
         raise ValueError(f"cannot write in {where} (permission denied)")
     files.check_name_length(os.path.join(out, "reliability_4p.png"))
-
-
-def _write_text(path, text):
-    with files.replacing(path) as f:  # whole or not at all: a full disk keeps the previous file
-        f.write(text.encode())
+    if os.path.isdir(out):  # another run writing the folder: refused now (files.InUse), not after the study
+        with files.exclusive(os.path.join(out, "results.json")):
+            pass
 
 
 def write(results, out, command):
-    """Write ``results.json``, ``tables.md`` and the pictures into the folder ``out``, each
-    file replaced whole or not at all."""
+    """Write ``results.json``, ``tables.md`` and the pictures into the folder ``out`` (see
+    :func:`_write_folder`: all drawn first, ``results.json`` replaced last, under its lock)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    results = {"command": command, **results}
-    _write_text(out / "results.json", json.dumps(results, indent=1))
-    return write_tables_and_pictures(results, out)
+    return _write_folder({"command": command, **results}, out, with_results=True)
+
+
+def write_tables_and_pictures(results, out):
+    """``tables.md`` and the pictures of ``results`` (as ``results.json`` holds them) in
+    ``out``, under ``results.json``'s lock; ``results.json`` itself is left as it is."""
+    return _write_folder(results, Path(out), with_results=False)
+
+
+def results_text(results) -> str:
+    """``results.json``'s text: compact JSON (no indentation: the published study's is
+    440 KB so, 690 KB indented), one line."""
+    return json.dumps(results, separators=(",", ":")) + "\n"
+
+
+def _write_folder(results, out, with_results):
+    """Write the study's files in ``out`` so that no failure leaves a broken folder: check
+    ``results`` (:data:`RESULTS_SCHEMA`), draw the tables and every picture in memory, then
+    replace each file whole (``files.write_bytes``), ``results.json`` last, holding its lock
+    throughout. A drawing that fails writes nothing; a write that fails (a full disk) puts
+    back the files already replaced, so the folder is as it was. Returns the pictures'
+    paths."""
+    out = Path(out)
+    with files.exclusive(out / "results.json"):
+        text = results_text(results)
+        results = json.loads(text)  # drawn as results.json holds it (a tuple becomes a list), as a redraw reads it
+        check_results(results, str(out / "results.json"))
+        contents = {out / "tables.md": tables_text(results).encode("utf-8")}
+        pictures = draw(results, out)
+        contents.update(pictures)
+        if with_results:
+            contents[out / "results.json"] = text.encode("utf-8")  # the last one replaced
+        _replace_all(contents)
+    return list(pictures)
+
+
+def _replace_all(contents):
+    """Replace each file of ``contents`` (path: bytes) in order; if one fails, put back the
+    ones replaced before it (their previous bytes, or no file) and raise its error."""
+    done = []
+    try:
+        for path, data in contents.items():
+            try:
+                before = path.read_bytes()
+            except FileNotFoundError:
+                before = None
+            files.write_bytes(path, data)
+            done.append((path, before))
+    except BaseException:
+        for path, before in reversed(done):
+            try:
+                if before is None:
+                    path.unlink()
+                else:
+                    files.write_bytes(path, before)
+            except OSError:
+                pass  # the first error is the one to report
+        raise
 
 
 def headline_table(block):
@@ -478,9 +697,8 @@ def headline_table(block):
     return _markdown(ev.Report.header(), rows)
 
 
-def write_tables_and_pictures(results, out):
-    """``tables.md`` and the pictures of ``results`` (as ``results.json`` holds them) in ``out``."""
-    out = Path(out)
+def tables_text(results) -> str:
+    """``tables.md``: the game statistics and, per player count, every table."""
     command = results.get("command", "beggar baselines")
     added = "".join(f" Rows added by `{more}`." for more in results.get("added", []))
     parts = [f"Written by `{command}`.{added}\n", "## Game statistics\n", statistics_table(results)]
@@ -506,8 +724,7 @@ def write_tables_and_pictures(results, out):
         ]
         if len(block.get("bayes_sweep", [])) > 1:
             parts += ["\nThe Bayes forecaster by its rollouts per position, K:\n", sweep_table(block)]
-    _write_text(out / "tables.md", "\n".join(parts) + "\n")
-    return draw(results, out)
+    return "\n".join(parts) + "\n"
 
 
 LOG_LOSS_SHOWN = 1.25  # the by-cards log-loss panels stop here (uniform is ln 3 = 1.10); curves above are named
@@ -522,7 +739,7 @@ def _style(name, color):
 
 def draw(results, out):
     """Pictures: accuracy and log loss against cards played, the reliability diagrams,
-    and the game lengths. Returns the files written."""
+    and the game lengths, drawn in memory: {the file in ``out``: its PNG bytes}."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -531,7 +748,7 @@ def draw(results, out):
     out = Path(out)
     pairs = plt.get_cmap("tab20").colors
     colors = pairs[0::2] + pairs[1::2]  # 20 distinct colours, the strong ones first
-    written = []
+    written = {}
     for n, block in results["players"].items():
         fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
         above = []
@@ -551,7 +768,7 @@ def draw(results, out):
             ax.grid(alpha=0.3)
         fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="center right")
         fig.suptitle(f"{n} players: forecasts by cards played (test positions, bins of 10 cards)")
-        written.append(_save(fig, out / f"by_cards_{n}p.png", rect=(0, 0, 0.82, 1)))  # the legend on the right
+        written[out / f"by_cards_{n}p.png"] = _png(fig, rect=(0, 0, 0.82, 1))  # the legend on the right
         fig, ax = plt.subplots(figsize=(5.5, 5.5))
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
         for report, color in zip(block["reports"], colors):
@@ -559,8 +776,8 @@ def draw(results, out):
             ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, label=name, **_style(name, color))
         ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
         ax.legend(fontsize=6)
-        written.append(_save(fig, out / f"reliability_{n}p.png"))
-        written.append(_draw_outcomes(plt, colors, n, block, out))
+        written[out / f"reliability_{n}p.png"] = _png(fig)
+        written[out / f"reliability_by_outcome_{n}p.png"] = _draw_outcomes(plt, colors, n, block)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for n, block in results["players"].items():
         counts = np.asarray(block["game_statistics"]["histogram_cards"], float)
@@ -577,11 +794,11 @@ def draw(results, out):
             )
     ax.set(xlabel="cards played in the game", ylabel="share of games", xlim=(0, 1500), title="Game lengths")
     ax.legend()
-    written.append(_save(fig, out / "game_lengths.png"))
+    written[out / "game_lengths.png"] = _png(fig)
     return written
 
 
-def _draw_outcomes(plt, colors, n, block, out):
+def _draw_outcomes(plt, colors, n, block):
     """Each outcome's reliability: its forecast probability against how often it came true."""
     outcomes = ev.outcome_names(int(n))
     fig, axes = plt.subplots(1, len(outcomes), figsize=(4.2 * len(outcomes), 4.4), squeeze=False)
@@ -594,14 +811,17 @@ def _draw_outcomes(plt, colors, n, block, out):
         ax.grid(alpha=0.3)
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="center right")
     fig.suptitle(f"{n} players: reliability of each outcome (quantile bins; class-wise ECE in the table)")
-    return _save(fig, out / f"reliability_by_outcome_{n}p.png", rect=(0, 0, 0.84, 1))
+    return _png(fig, rect=(0, 0, 0.84, 1))
 
 
-def _save(fig, path, rect=None):
-    fig.tight_layout(rect=rect)
-    with files.replacing(path) as f:
-        fig.savefig(f, format="png", dpi=110)
+def _png(fig, rect=None):
+    """The figure as PNG bytes (closed)."""
     import matplotlib.pyplot as plt
 
-    plt.close(fig)
-    return path
+    try:
+        fig.tight_layout(rect=rect)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110)
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)

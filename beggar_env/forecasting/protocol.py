@@ -25,6 +25,9 @@ submission file (``beggar baselines --forecaster FILE`` adds it to the tables).
 """
 
 import json
+import math
+import numbers
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -45,6 +48,14 @@ CARD_BIN, CARD_BINS = 10, 40  # the metrics by cards played: bins of 10 cards, t
 
 def phase_name(low, high):
     return f"cards {low}-{high - 1}" if high is not None else f"cards {low}+"
+
+
+SLICE_NAMES = (
+    "all",
+    *(phase_name(low, high) for low, high in PHASES),
+    *(f"progress Q{q}" for q in range(1, 5)),
+    "open",
+)
 
 
 @dataclass
@@ -285,27 +296,221 @@ class Report(dict):
 
     @classmethod
     def load(cls, path) -> "Report":
-        """A report :meth:`save` wrote, checked to be whole and of this protocol version:
-        ``ValueError`` saying what is wrong."""
-        path = checks.path("path", path)
+        """A report :meth:`save` wrote, checked whole (:func:`check_report`: its structure
+        against :data:`REPORT_SCHEMA`, and what a schema cannot say): ``ValueError`` in one
+        line naming the file and what is wrong."""
+        record = read_report_file(path)
+        check_report(record, os.fspath(path))
+        return cls(record)
+
+
+# ------------------------------------------------------------------ report files
+# A report file is submitted by anyone (``beggar baselines --forecaster FILE`` adds it to
+# the published tables): it is read as untrusted input, checked in full before anything
+# is drawn or written. The JSON Schema says the structure, the types and every number's
+# range; check_report adds what a schema cannot say (whole numbers written as such, the
+# lengths that must agree, the counts that must add up to the positions).
+
+NAME_LENGTH = 80  # characters of a forecaster's name: one cell of the tables
+REPORT_FILE_BYTES = 1 << 20  # a report is 11 to 14 KB; this bounds what a file may make the tables read
+LOG_LOSS_MOST = -math.log(LOG_FLOOR)  # the true outcome's probability is clipped at LOG_FLOOR
+
+
+def _numbers(low, high):
+    return {"type": "number", "minimum": low, "maximum": high}
+
+
+_PROBABILITY = _numbers(0, 1)
+_RANGES = {"accuracy": _PROBABILITY, "log_loss": _numbers(0, LOG_LOSS_MOST), "brier": _numbers(0, 2)}
+
+
+def _figure(value):
+    return {
+        "type": "object",
+        "required": ["value", "ci95", "game_weighted"],
+        "properties": {
+            "value": value,
+            "ci95": {"type": "array", "items": value, "minItems": 2, "maxItems": 2},
+            "game_weighted": value,
+        },
+    }
+
+
+def _curve(*names, count=ECE_BINS):
+    """Lists of probabilities (and a ``size`` list of counts), one entry per quantile bin."""
+    lists = {name: {"type": "array", "items": _PROBABILITY, "minItems": 1, "maxItems": count} for name in names}
+    lists["size"] = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": count}
+    return {"type": "object", "required": [*names, "size"], "properties": lists}
+
+
+_COUNT = {"type": "integer", "minimum": 0}
+_SLICE = {
+    "type": "object",
+    "required": ["positions", "games"],
+    "properties": {
+        "positions": _COUNT,
+        "games": _COUNT,
+        **{name: _figure(value) for name, value in _RANGES.items()},
+        "ece": _PROBABILITY,
+    },
+    "if": {"properties": {"positions": {"exclusiveMinimum": 0}}},  # summarise gives the figures of a non-empty slice
+    "then": {"required": [*METRICS, "ece"]},
+}
+REPORT_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": REPORT_FORMAT,
+    "type": "object",
+    "required": list(REPORT_KEYS),
+    "properties": {
+        "format": {"const": REPORT_FORMAT},
+        "protocol_version": {"const": PROTOCOL_VERSION},
+        "forecaster": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": NAME_LENGTH,
+            "pattern": "^[^|\\x00-\\x1f\\x7f-\\x9f]*$",
+        },
+        "observation": {"enum": ["public", "counted", "full"]},
+        "n_players": {"type": "integer", "minimum": 2, "maximum": 4},
+        "positions": {"type": "integer", "minimum": 1},
+        "games": {"type": "integer", "minimum": 1},
+        "test_seed": {"const": TEST_SEED},
+        "forecasts_per_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e15},
+        "slices": {
+            "type": "object",
+            "required": list(SLICE_NAMES),
+            "additionalProperties": False,
+            "properties": {name: _SLICE for name in SLICE_NAMES},
+        },
+        "reliability": _curve("confidence", "accuracy"),
+        "calibration": {
+            "type": "object",
+            "required": ["by_outcome", "classwise_ece"],
+            "properties": {
+                "by_outcome": {
+                    "type": "object",
+                    "minProperties": 3,
+                    "maxProperties": 5,
+                    "additionalProperties": _curve("probability", "frequency"),
+                },
+                "classwise_ece": _PROBABILITY,
+            },
+        },
+        "by_cards": {
+            "type": "object",
+            "required": ["bin", *METRICS],
+            "properties": {
+                "bin": {"const": CARD_BIN},
+                **{
+                    name: {"type": "array", "items": value, "minItems": CARD_BINS, "maxItems": CARD_BINS}
+                    for name, value in _RANGES.items()
+                },
+            },
+        },
+    },
+}
+
+
+def check_name(name, what="name"):
+    """A forecaster's name as the tables show it: a str of 1 to :data:`NAME_LENGTH`
+    printable characters, without ``|`` (it would split a table's cell) nor spaces at
+    either end. ``TypeError`` or ``ValueError`` naming ``what``."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str, not {type(name).__name__} {checks.excerpt(name)}")
+    if not 0 < len(name) <= NAME_LENGTH or "|" in name or not name.isprintable() or name != name.strip():
+        raise ValueError(
+            f"{what} must be 1 to {NAME_LENGTH} printable characters without '|' nor spaces at either end (a cell of "
+            f"the tables), not {checks.excerpt(name)}"
+        )
+    return name
+
+
+def read_report_file(path) -> dict:
+    """A report file's JSON object, checked to be of this format and protocol version
+    (with every key), before the rest is checked: ``ValueError`` naming the file."""
+    path = checks.path("path", path)
+    try:
+        size = os.path.getsize(path)
+    except OSError as error:
+        raise ValueError(f"{path}: not a readable JSON report ({error.strerror or error})") from None
+    if size > REPORT_FILE_BYTES:
+        raise ValueError(f"{path}: {size:,} bytes is not a report (one is about 15 KB; at most {REPORT_FILE_BYTES:,})")
+    data = files.read_json(path)
+    if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
+        raise ValueError(f"{path}: not a {REPORT_FORMAT} (write one with beggar_env.forecasting.evaluate)")
+    missing = [key for key in REPORT_KEYS if key not in data]
+    if missing:
+        raise ValueError(f"{path}: the report lacks {', '.join(missing)}: evaluate the forecaster again")
+    if data["protocol_version"] != PROTOCOL_VERSION or data["test_seed"] != TEST_SEED:
+        raise ValueError(
+            f"{path}: a report of protocol version {checks.excerpt(data['protocol_version'])} (test seed "
+            f"{checks.excerpt(data['test_seed'])}); this is version {PROTOCOL_VERSION} (test seed {TEST_SEED}): "
+            "evaluate the forecaster again"
+        )
+    return data
+
+
+def check_report(record, where):
+    """``ValueError`` naming ``where`` (the file) and the first thing wrong in a report:
+    against :data:`REPORT_SCHEMA` (structure, types, every number's range), then what a
+    schema cannot say: every number finite, the name a cell of the tables
+    (:func:`check_name`), whole numbers written as such, each interval low <= high, the
+    outcomes those of its player count, and the slices' and curves' counts consistent
+    with its positions."""
+
+    def refuse(place, what):
+        raise ValueError(f"{where}: {place}: {what}")
+
+    if isinstance(record, dict) and isinstance(record.get("forecaster"), str):  # said plainly, not as a pattern
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError) as error:
-            raise ValueError(
-                f"{path}: not a readable JSON report ({getattr(error, 'strerror', None) or error})"
-            ) from None
-        if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
-            raise ValueError(f"{path}: not a {REPORT_FORMAT} (write one with beggar_env.forecasting.evaluate)")
-        missing = [key for key in REPORT_KEYS if key not in data]
-        if missing:
-            raise ValueError(f"{path}: the report lacks {', '.join(missing)}: evaluate the forecaster again")
-        if data["protocol_version"] != PROTOCOL_VERSION or data["test_seed"] != TEST_SEED:
-            raise ValueError(
-                f"{path}: a report of protocol version {data['protocol_version']} (test seed {data['test_seed']}); "
-                f"this is version {PROTOCOL_VERSION} (test seed {TEST_SEED}): evaluate the forecaster again"
-            )
-        return cls(data)
+            check_name(record["forecaster"], "the forecaster's name")
+        except ValueError as error:
+            refuse("$.forecaster", str(error))
+    files.check_schema(record, REPORT_SCHEMA, where)
+
+    def walk(value, place):
+        if isinstance(value, float) and not math.isfinite(value):
+            refuse(place, f"{value} is not a finite number")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{place}.{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{place}[{i}]")
+
+    walk(record, "$")  # a JSON number too large for a float (1e400) reads as infinity
+    n_players, positions, games = record["n_players"], record["positions"], record["games"]
+    for key in ("protocol_version", "test_seed", "n_players", "games", "positions"):
+        if not checks.is_integer(record[key]):  # JSON Schema takes 2.0 for an integer; the tables' keys would not
+            refuse(f"$.{key}", f"must be a whole number written without a point, not {record[key]!r}")
+    for name, figures in record["slices"].items():
+        place = f"$.slices[{name!r}]"
+        for key in ("positions", "games"):
+            if not checks.is_integer(figures[key]):
+                refuse(f"{place}.{key}", f"must be a whole number written without a point, not {figures[key]!r}")
+        if figures["positions"] > positions or figures["games"] > games:
+            refuse(place, f"{figures['positions']} positions of {figures['games']} games, more than the report's")
+        if figures["positions"] and not 0 < figures["games"] <= figures["positions"]:
+            refuse(place, f"{figures['positions']} positions cannot be of {figures['games']} games")
+        for metric in METRICS:
+            if metric in figures and figures[metric]["ci95"][0] > figures[metric]["ci95"][1]:
+                refuse(f"{place}.{metric}.ci95", f"the interval {figures[metric]['ci95']} is upside down")
+    if record["slices"]["all"]["positions"] != positions or record["slices"]["all"]["games"] != games:
+        refuse("$.slices['all']", f"must hold all {positions:,} positions of the {games:,} games")
+    outcomes = outcome_names(n_players)
+    curves = [("$.reliability", record["reliability"], ("confidence", "accuracy"))]
+    by_outcome = record["calibration"]["by_outcome"]
+    if list(by_outcome) != outcomes:
+        refuse(
+            "$.calibration.by_outcome", f"the outcomes of {n_players} players are {outcomes}, not {list(by_outcome)}"
+        )
+    curves += [(f"$.calibration.by_outcome[{o!r}]", by_outcome[o], ("probability", "frequency")) for o in outcomes]
+    for place, curve, names in curves:
+        lengths = {len(curve[name]) for name in (*names, "size")}
+        if len(lengths) > 1:
+            refuse(place, f"{', '.join(names)} and size must have one entry per bin, not {sorted(lengths)} entries")
+        if not all(checks.is_integer(size) for size in curve["size"]) or sum(curve["size"]) != positions:
+            refuse(f"{place}.size", f"the bins' whole sizes must add up to the {positions:,} positions")
 
 
 def report(name, probs, test, seconds, bootstrap=1000, observation="public"):
@@ -398,17 +603,46 @@ def predict(forecaster, test: TestSet, progress=None):
     return probs, time.perf_counter() - started
 
 
-def _check_forecasts(probs, n, n_outcomes):
+SUM_TOLERANCE = 1e-4  # how far from 1 a row of forecast probabilities may sum (float32 rounding: about 1e-7)
+
+
+def _check_forecasts(probs, n, n_outcomes, weights=False, who="predict_proba"):
+    """Forecasts of ``n`` positions as float64 rows of ``n_outcomes`` probabilities:
+    finite real numbers in [0, 1], each row summing to 1 within :data:`SUM_TOLERANCE`
+    (``weights``: finite numbers >= 0, as a ``"probs"`` action of the env may be, with a
+    finite positive sum). ``ValueError`` saying which row is wrong."""
     try:
-        probs = np.asarray(probs, np.float64)
+        raw = np.asarray(probs)
     except (TypeError, ValueError):
-        raise ValueError(f"predict_proba must return numbers, not {checks.excerpt(probs)}") from None
-    if probs.shape != (n, n_outcomes):
+        raw = np.asarray(object())
+    what = "weights" if weights else "probabilities"
+    if raw.dtype.kind == "O" and raw.ndim == 2:  # Python numbers (not strings numpy would read as numbers)
+        if all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.flat):
+            try:
+                raw = raw.astype(np.float64)
+            except (OverflowError, TypeError, ValueError):  # an int too large for a float: not a probability
+                pass
+    if raw.dtype.kind not in "iuf":  # not strings that numpy would read as numbers, not complex, not True
+        got = f"an array of {raw.dtype}" if raw.ndim else checks.excerpt(probs).replace("\n", " ")
+        raise ValueError(f"{who} must return real numbers ({what}), not {got}")
+    if raw.shape != (n, n_outcomes):
+        raise ValueError(f"{who} must return shape ({n}, {n_outcomes}): one row per position, got {raw.shape}")
+    probs = raw.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = probs.sum(axis=1)  # infinite where a row overflows: 1.5e308 + 1.5e308
+    if weights:
+        bad = ~np.isfinite(probs).all(axis=1) | (probs < 0).any(axis=1) | ~np.isfinite(sums) | (sums <= 0)
+        rule = "finite weights >= 0 with a finite sum > 0"
+    else:
+        bad = ~np.isfinite(probs).all(axis=1) | (probs < 0).any(axis=1) | (probs > 1).any(axis=1)
+        bad |= ~(np.abs(sums - 1) <= SUM_TOLERANCE)
+        rule = f"probabilities in [0, 1] summing to 1 (within {SUM_TOLERANCE:g})"
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"predict_proba must return shape ({n}, {n_outcomes}): one row per position, got {probs.shape}"
+            f"{who} must return {rule} in each row; row {row} is {checks.excerpt(raw[row].tolist())}"
+            + (f" ({int(bad.sum()):,} rows are wrong)" if bad.sum() > 1 else "")
         )
-    if not np.isfinite(probs).all() or (probs < 0).any() or (probs.sum(axis=1) <= 0).any():
-        raise ValueError("predict_proba must return finite weights >= 0, not all zero in a row")
     return probs
 
 
@@ -422,19 +656,32 @@ def evaluate(forecaster, test=2, *, bootstrap=1000, progress=None, name=None, ob
     acting in the vector env (``observation`` and ``forecast`` say what it reads and plays).
     ``test`` is a player count (2, 3 or 4: the published test set, every card step of
     2,000 games of the test seed) or a :class:`TestSet`. ``name`` defaults to the
-    forecaster's ``name`` attribute, or its class's.
+    forecaster's ``name`` attribute, or its class's: a str of 1 to 80 printable characters
+    without ``|`` (:func:`check_name`: it is a cell of the tables).
+
+    ``predict_proba`` must return probabilities: finite real numbers in [0, 1], each row
+    summing to 1 (within :data:`SUM_TOLERANCE`); anything else is refused (``ValueError``
+    naming the first wrong row), never scored.
     """
+    forecasts = callable(getattr(forecaster, "predict_proba", None))
+    if not forecasts and not callable(forecaster):
+        raise TypeError(
+            f"forecaster must have predict_proba(obs) (see beggar_env.forecasting.forecasters) or be a policy (a "
+            f"callable), not {type(forecaster).__name__} {checks.excerpt(forecaster)}"
+        )
+    if name is None:
+        name = check_name(_name(forecaster), "name (by default the forecaster's name attribute)")
+    else:
+        name = check_name(name, "name")
     test = _check_test(test)
     bootstrap = checks.count("bootstrap", bootstrap, 1)
     checks.memory(16 * bootstrap * test.games, f"{bootstrap:,} bootstrap resamples", "take fewer (bootstrap=1000)")
-    if not callable(getattr(forecaster, "predict_proba", None)) and callable(forecaster):
+    if not forecasts:
         level = observation or getattr(forecaster, "observation", "public")
-        return evaluate_policy(
-            forecaster, test, name=name or _name(forecaster), observation=level, forecast=forecast, bootstrap=bootstrap
-        )
+        return evaluate_policy(forecaster, test, name=name, observation=level, forecast=forecast, bootstrap=bootstrap)
     probs, seconds = predict(forecaster, test, progress)
     level = getattr(forecaster, "observation", "public")
-    return report(name or _name(forecaster), probs, test, seconds, bootstrap, level)
+    return report(name, probs, test, seconds, bootstrap, level)
 
 
 def _name(forecaster):
@@ -449,6 +696,7 @@ def evaluate_policy(
     ``forecast`` says, on the test set's deals (``test``: a player count or a
     :class:`TestSet`), one env per game, every step scored as the protocol says."""
     checks.callback("policy", policy)
+    name = check_name(name, "name")
     test = _check_test(test)
     checks.choice("forecast", forecast, ("label", "probs"))
     probs, seconds = play(policy, test, observation, forecast)
@@ -506,7 +754,7 @@ def _check_actions(actions, n, n_outcomes, forecast):
     if forecast == "probs":
         if actions.shape != (n, n_outcomes) or not np.issubdtype(actions.dtype, np.number):
             raise ValueError(f"{what}: rows of {n_outcomes} probabilities, not {checks.excerpt(actions)}")
-        return _check_forecasts(actions, n, n_outcomes)
+        return _check_forecasts(actions, n, n_outcomes, weights=True, who="a policy")
     if (
         actions.shape != (n,)
         or not np.issubdtype(actions.dtype, np.integer)

@@ -23,11 +23,14 @@ Needs torch (``pip install 'beggar-env[rl]'``).
 """
 
 import copy
+import os
+import sys
 import time
+import zipfile
 
 import numpy as np
 
-from .. import checks
+from .. import checks, files
 from . import events, protocol, sequences
 from .forecasters import Forecaster
 from .sequences import torch
@@ -37,6 +40,8 @@ TARGETS = ("outcome", "bayes")
 PUBLISHED = dict(games=20_000, epochs=3, hidden=128, layers=2, context=128, lanes=128, window=128, soft_k=64)
 WIDTH = {"gru": 128, "transformer": 64}  # the published hidden units; the transformer's width
 QUICK = dict(games=200, epochs=1, hidden=16, layers=1, context=16, lanes=16, window=32, soft_k=4, val_games=50)
+MOST = dict(hidden=4096, layers=64, context=4096, lanes=65_536, window=65_536, threads=1024)  # sane bounds of the sizes
+MODEL_FORMAT = "beggar-env sequence forecaster"
 
 
 def budget(architecture, quick=False):
@@ -229,18 +234,22 @@ class SequenceForecaster(Forecaster):
         self.observation = checks.choice("observation", observation, ("public", "counted"))
         self.architecture = checks.choice("architecture", architecture, ARCHITECTURES)
         self.target = checks.choice("target", target, TARGETS)
-        self.hidden = checks.count("hidden", hidden, 1)
-        self.layers = checks.count("layers", layers, 1)
-        self.context = checks.count("context", context, 1)
+        self.hidden = checks.integer("hidden", hidden, 1, MOST["hidden"])
+        self.layers = checks.integer("layers", layers, 1, MOST["layers"])
+        self.context = checks.integer("context", context, 1, MOST["context"])
         self.games = checks.count("games", games, 1)
         self.epochs = checks.count("epochs", epochs, 1)
-        self.lanes = checks.count("lanes", lanes, 1)
-        self.window = checks.count("window", window, 1)
+        self.lanes = checks.integer("lanes", lanes, 1, MOST["lanes"])
+        self.window = checks.integer("window", window, 1, MOST["window"])
         self.lr = checks.number("lr", lr, 0, strict=True)
         self.soft_k = checks.count("soft_k", soft_k, 1)
         self.val_games = checks.count("val_games", val_games, 1)
         self.seed = int(checks.seed(seed))
-        self.threads = None if threads is None else checks.count("threads", threads, 1)
+        self.threads = None if threads is None else checks.integer("threads", threads, 1, MOST["threads"])
+        if self.architecture == "transformer" and self.hidden % 4:
+            raise ValueError(f"hidden: the transformer's width is split among 4 heads: a multiple of 4, not {hidden}")
+        if name is not None:
+            protocol.check_name(name, "name")
         self._name = name
         self.model = None
         self.history = []
@@ -279,10 +288,21 @@ class SequenceForecaster(Forecaster):
             soft_k=self.soft_k if self.target == "bayes" else None,
         )
 
-    def fit(self, dataset=None, progress=None):
-        """Train (``dataset`` is not used: the forecaster plays its own fresh games).
-        ``progress(done, total)``, if given, counts the training games."""
-        checks.callback("progress", progress)
+    def fit(self, dataset=None, progress=True):
+        """Train (``dataset`` is not used: the forecaster plays its own fresh games): minutes
+        with the published settings. ``progress``: ``True`` (the default) shows a progress
+        bar on stderr (the training games, each epoch's held-out log loss; shown once
+        training takes more than half a second, gone when it ends); ``False`` or ``None``
+        shows nothing; a callable is called as ``progress(done, total)`` with the training
+        games played (as ``datasets.generate(progress=...)`` calls it)."""
+        if isinstance(progress, (bool, np.bool_)):
+            if progress:
+                with _Bar(f"training {self.name}") as bar:
+                    return self._fit(bar)
+            progress = None
+        return self._fit(checks.callback("progress", progress))
+
+    def _fit(self, progress):
         started = time.perf_counter()
         with _threads(self.threads):
             self.model = self.new_model()
@@ -328,6 +348,8 @@ class SequenceForecaster(Forecaster):
                 )
                 if loss < best_loss:
                     best, best_loss = copy.deepcopy(self.model.state_dict()), loss
+                if isinstance(progress, _Bar):
+                    progress.epoch(epoch + 1, self.epochs, loss)
             self.model.load_state_dict(best)
             self.model.eval()
         self.fit_seconds = time.perf_counter() - started
@@ -406,26 +428,121 @@ class SequenceForecaster(Forecaster):
             logits, self._state = self.model.step(x, start, self._state)
             return torch.softmax(logits[:, 0].double(), dim=1).numpy()
 
-    def save(self, path):
-        """The trained weights and settings as a torch file."""
+    def save(self, path) -> str:
+        """The trained weights and settings as a torch file (``.pt`` added to a name without
+        a suffix), replaced whole or not at all: a save that fails (a full disk) leaves the
+        previous file as it was. Returns the path written."""
         self._require_model()
-        torch.save({"settings": self.settings(), "state": self.model.state_dict(), "history": self.history}, path)
+        path = files.output_path(path, ".pt", name="path")
+        saved = {"format": MODEL_FORMAT, "settings": self.settings(), "state": self.model.state_dict()}
+        with files.replacing(path) as f:
+            torch.save({**saved, "history": self.history}, f)
+        return path
+
+    SETTINGS = ("n_players", "observation", "architecture", "target", "hidden", "layers", "context", "games", "epochs")
+    SETTINGS += ("lanes", "window", "lr", "soft_k", "val_games", "seed", "threads")
 
     def settings(self):
-        keys = ("n_players", "observation", "architecture", "target", "hidden", "layers", "context", "games", "epochs")
-        keys += ("lanes", "window", "lr", "soft_k", "val_games", "seed", "threads")
-        return {key: getattr(self, key) for key in keys}
+        return {key: getattr(self, key) for key in self.SETTINGS}
 
     @classmethod
     def load(cls, path):
-        saved = torch.load(path, weights_only=True)
-        forecaster = cls(**saved["settings"])
+        """A forecaster :meth:`save` wrote, checked before a byte of its model is allocated:
+        the file must be a torch archive whose records fit in it, read with
+        ``weights_only=True`` (no code runs); its settings must be valid (the constructor's
+        checks and bounds) and its weights exactly the shapes those settings make, so that a
+        file cannot ask for more memory than it holds. ``ValueError`` in one line naming the
+        file for anything wrong."""
+        path = checks.path("path", path)
+        saved = _read_model_file(path)
+
+        def refuse(what):
+            raise ValueError(f"{path}: not a saved SequenceForecaster: {what}")
+
+        if not isinstance(saved, dict) or not {"settings", "state", "history"} <= set(saved):
+            refuse("it lacks its settings, weights or history (save one with SequenceForecaster.save)")
+        if saved.get("format", MODEL_FORMAT) != MODEL_FORMAT:  # files saved before the format was named have none
+            refuse(f"its format is {checks.excerpt(saved['format'])}")
+        settings, state, history = saved["settings"], saved["state"], saved["history"]
+        expected = set(cls.SETTINGS)
+        if not isinstance(settings, dict) or set(settings) != expected:
+            given = sorted(map(str, settings)) if isinstance(settings, dict) else checks.excerpt(settings)
+            refuse(f"its settings are {given}, not {sorted(expected)}")
+        try:
+            forecaster = cls(**settings)
+        except (TypeError, ValueError) as error:
+            refuse(f"its settings: {str(error).splitlines()[0]}")
+        with torch.device("meta"):  # the shapes of the settings' model, without allocating it
+            shapes = {name: tuple(t.shape) for name, t in forecaster.new_model().state_dict().items()}
+        if not isinstance(state, dict) or set(state) != set(shapes):
+            refuse("its weights are not those of its settings' model")
+        for name, shape in shapes.items():
+            tensor = state[name]
+            if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+                refuse(f"its weights {name!r} are not a tensor of real numbers")
+            if tuple(tensor.shape) != shape:
+                refuse(f"its weights {name!r} are {tuple(tensor.shape)}, where its settings make {shape}")
+            if not torch.isfinite(tensor).all():
+                refuse(f"its weights {name!r} are not all finite")
+        if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
+            refuse("its history is not a list of epochs")
         forecaster.model = forecaster.new_model()
-        forecaster.model.load_state_dict(saved["state"])
+        forecaster.model.load_state_dict({name: tensor.float() for name, tensor in state.items()})
         forecaster.model.eval()
-        forecaster.history = saved["history"]
+        forecaster.history = history
         forecaster.trained_on_seed = forecaster.seed
         return forecaster
+
+
+MODEL_RECORDS = 4096  # records in a model file: a handful per layer
+
+
+def _read_model_file(path):
+    """The object in a torch file :meth:`SequenceForecaster.save` wrote, read with
+    ``weights_only=True`` after checking that it is a torch archive (a zip file) whose
+    records are stored whole within it, so that reading it allocates at most its size."""
+    try:
+        size = os.path.getsize(path)
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as error:
+        reason = getattr(error, "strerror", None) or next(iter(str(error).splitlines()), "") or type(error).__name__
+        raise ValueError(f"{path}: not a saved SequenceForecaster (not a torch archive: {reason})") from None
+    if len(records) > MODEL_RECORDS or any(
+        r.compress_type != zipfile.ZIP_STORED or r.file_size > size for r in records
+    ):
+        raise ValueError(f"{path}: not a saved SequenceForecaster (its records do not fit in its {size:,} bytes)")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch's many errors (RuntimeError, UnpicklingError, ...): one line naming the file
+        reason = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        raise ValueError(f"{path}: not a saved SequenceForecaster ({checks.excerpt(reason, 160)})") from None
+
+
+class _Bar:
+    """``fit``'s progress bar on stderr: the training games, and each epoch's held-out log loss."""
+
+    DELAY = 0.5  # seconds before the bar shows, as the command line's bars
+
+    def __init__(self, description):
+        from tqdm import tqdm
+
+        self.bar = tqdm(desc=description, unit="game", delay=self.DELAY, file=sys.stderr, leave=False)
+
+    def __call__(self, done, total):
+        self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def epoch(self, epoch, epochs, loss):
+        self.bar.set_postfix_str(f"epoch {epoch}/{epochs}: held-out log loss {loss:.4f}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.close()
 
 
 class _threads:
