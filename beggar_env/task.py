@@ -252,8 +252,14 @@ class EnvConfig:
         probs = np.ascontiguousarray(raw, dtype=np.float64).reshape(n_envs, self.n_outcomes)  # the kernels' type
         if not np.isfinite(probs).all() or (probs < 0).any():
             raise ValueError(f"{name}: a 'probs' forecast must be finite and >= 0, got {checks.excerpt(actions)}")
-        if (probs.sum(axis=1) <= 0).any():
+        with np.errstate(over="ignore"):
+            sums = probs.sum(axis=1)
+        if (sums <= 0).any():
             raise ValueError(f"{name}: a 'probs' forecast must not be all zero")
+        if not np.isfinite(sums).all():  # [1.5e308, 1.5e308, 0] was scored as if its weights were 0
+            raise ValueError(
+                f"{name}: a 'probs' forecast's weights must add up to a finite number, got {checks.excerpt(actions)}"
+            )
         return np.full(n_envs, -1, np.int64), probs
 
 

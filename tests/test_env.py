@@ -282,9 +282,15 @@ def test_bad_deals_and_actions_raise_clear_errors():
             env.unwrapped.step(bad)
     probs_env = gym.make("Beggar-v0", forecast="probs").unwrapped
     probs_env.reset(seed=0)
-    for bad, word in (([0, 0, 0], "all zero"), ([1, -1, 1], ">= 0"), ([np.nan, 1, 1], "finite"), ([1, 1], "shape")):
+    for bad, word in (
+        ([0, 0, 0], "all zero"),
+        ([1, -1, 1], ">= 0"),
+        ([np.nan, 1, 1], "finite"),
+        ([1, 1], "shape"),
+        ([1.5e308, 1.5e308, 0], "add up to a finite number"),  # the sum overflows: was scored as weights of 0
+    ):
         with pytest.raises(ValueError, match=word):
-            probs_env.step(np.array(bad, dtype=np.float32))
+            probs_env.step(np.array(bad, dtype=np.float64))
     env = gym.make("Beggar-v0").unwrapped
     run_episode(env, lambda obs, info: 0, options={"deal": "-/-"})
     with pytest.raises(RuntimeError, match="reset"):

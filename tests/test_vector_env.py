@@ -686,6 +686,7 @@ def test_bad_actions_raise_value_errors():
         (np.vstack([ok[:3], np.zeros((1, 3))]), "all zero"),
         (np.vstack([ok[:3], [[1, -1, 1]]]), ">= 0"),
         (np.vstack([ok[:3], [[np.nan, 1, 1]]]), "finite"),
+        (np.vstack([ok[:3], [[1.5e308, 1.5e308, 0]]]), "add up to a finite number"),
     ):
         with pytest.raises(ValueError, match=word):
             probs.step(bad)
