@@ -1,0 +1,155 @@
+"""Playing the game forward, learned: the step's transitions against the engine, the queue
+machine with an exact step against the engine game by game (2-4 players), one wrong
+transition caught, rollouts with no budget equal to the Bayes forecaster's, the learned step
+and the engine equal at every budget (forecasts and the views the leaf reads), and a step
+network trained from scratch that is exact and rolls out as the engine plays."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the forward models need torch (pip install 'beggar-env[rl]')")
+pytestmark = pytest.mark.usefixtures("torch_threads")  # torch's threads, set once for the session (conftest)
+
+import beggar_env as bg  # noqa: E402
+from beggar_env import core, task  # noqa: E402
+from beggar_env.forecasting import forward, protocol  # noqa: E402
+from beggar_env.forecasting.forecasters import BayesMC  # noqa: E402
+
+
+class Exact:
+    """A step that is exact on every input that ``games`` random games meet: the engine's own
+    outputs in the table (what a learned step that gets them all right holds)."""
+
+    def __init__(self, n_players, games=20_000, seed=5):
+        self.n_players = n_players
+        self._table = forward.exact_table(games, n_players, seed)
+
+    def table(self):
+        return self._table
+
+
+@pytest.mark.parametrize("n_players", [2, 3, 4])
+def test_the_tally_is_every_transition_of_its_games_and_the_step_a_function(n_players):
+    inputs, outputs = forward.transitions(5000, n_players, seed=3)  # the first 20-odd games
+    seen, after, counts = forward.tally(40, n_players, seed=3)
+    by_row = dict(zip(forward.codes(seen, n_players), map(tuple, after)))
+    assert all(by_row[row] == tuple(out) for row, out in zip(forward.codes(inputs, n_players), outputs))
+    assert (forward.decode(forward.codes(inputs, n_players), n_players) == inputs).all()
+    assert (forward.decode_outputs(forward.out_codes(outputs, n_players), n_players) == outputs).all()
+    assert counts.sum() == bg.simulate(40, n_players=n_players, seed=3).cards.sum()
+    for j, size in enumerate(forward.in_sizes(n_players)):
+        assert 0 <= inputs[:, j].min() and inputs[:, j].max() < size
+
+
+@pytest.mark.parametrize("n_players", [2, 3, 4])
+def test_the_machine_with_an_exact_step_plays_every_game_as_the_engine(n_players):
+    games = 1000
+    table = forward.exact_table(games, n_players, seed=11)  # exact on every input these games meet
+    labels, cards, tricks = forward.machine_games(table, games, n_players, seed=11)
+    engine = bg.simulate(games, n_players=n_players, seed=11)
+    np.testing.assert_array_equal(labels, core.outcome_labels(engine.winner, n_players))
+    np.testing.assert_array_equal(cards, engine.cards)
+    np.testing.assert_array_equal(tricks, engine.tricks)
+
+
+def planted(table, row, n_players):
+    """The table with one wrong transition at ``row``: another winner where the game ends
+    there, else another seat to play."""
+    wrong = table.copy()
+    if wrong[row, 5] > 0:
+        wrong[row, 5] = wrong[row, 5] % n_players + 1
+    else:
+        wrong[row, 0] = (wrong[row, 0] + 1) % n_players
+    return wrong
+
+
+@pytest.mark.parametrize("n_players, sample", [(2, None), (3, 40), (4, 40)])
+def test_one_wrong_transition_is_caught(n_players, sample):
+    """Every row these games use (2 players: all 150 of them), made wrong one at a time, changes
+    some game's outcome, length or tricks."""
+    games = 300
+    table = forward.exact_table(games, n_players, seed=12)
+    engine = bg.simulate(games, n_players=n_players, seed=12)
+    truth = (core.outcome_labels(engine.winner, n_players), engine.cards, engine.tricks)
+    used = forward.codes(forward.tally(games, n_players, seed=12)[0], n_players)
+    if sample:
+        used = np.random.default_rng(0).choice(used, sample, replace=False)
+    for row in used:
+        played = forward.machine_games(planted(table, row, n_players), games, n_players, seed=12)
+        assert any((a != b).any() for a, b in zip(played, truth)), f"the wrong row {row} went unnoticed"
+
+
+def test_a_table_of_the_wrong_shape_is_refused():
+    with pytest.raises(ValueError, match="shape"):
+        forward.machine_games(np.zeros((10, 6), np.int8), 5, 2)
+
+
+@pytest.fixture(scope="module")
+def small_test():
+    return protocol.TestSet.generate(2, 12, seed=21)
+
+
+def test_rolled_out_by_the_engine_to_the_end_is_the_bayes_forecaster(small_test):
+    obs = small_test.observations("counted")
+    bayes = BayesMC(2, k=16, seed=3).predict_proba(obs)
+    np.testing.assert_allclose(forward.rolled(obs, k=16, seed=3), bayes, rtol=0, atol=1e-12)  # the same rollouts
+
+
+class Recorder:
+    """A leaf forecaster that says 'seat 0' with 0.6 and keeps the views it was shown."""
+
+    observation = "counted"
+    n_players = 2
+    name = "recorder"
+
+    def __init__(self):
+        self.seen = []
+
+    def predict_proba(self, obs):
+        self.seen.append({name: np.array(value) for name, value in obs.items()})
+        probs = np.full((len(obs["cards"]), 3), 0.2)
+        probs[:, 0] = 0.6
+        return probs
+
+
+@pytest.mark.parametrize("budget", [{"cards": 1}, {"cards": 9}, {"tricks": 1}, {"tricks": 3}])
+def test_an_exact_learned_step_and_the_engine_agree_at_every_budget(small_test, budget):
+    obs = small_test.observations("counted")
+    step = Exact(2, games=100_000)  # every one of the 150 inputs of 2 players
+    engine_leaf, learned_leaf = Recorder(), Recorder()
+    by_engine = forward.rolled(obs, leaf=engine_leaf, k=4, **budget)
+    by_step = forward.rolled(obs, step, leaf=learned_leaf, k=4, **budget)
+    np.testing.assert_array_equal(by_engine, by_step)
+    for a, b in zip(engine_leaf.seen, learned_leaf.seen):
+        assert a.keys() == b.keys() and all((a[name] == b[name]).all() for name in a)
+    leaves = engine_leaf.seen[0]
+    assert len(leaves["cards"]) > 0 and (leaves["known"] == task.UNKNOWN).any()  # open positions stay open
+    assert (leaves["unseen"].sum(axis=1) == (leaves["known"] == task.UNKNOWN).sum(axis=(1, 2))).all()
+
+
+def test_no_budget_is_the_bayes_forecaster_and_budget_zero_the_leaf(small_test):
+    obs = small_test.observations("counted")
+    step = Exact(2, games=100_000)
+    np.testing.assert_array_equal(forward.rolled(obs, step, k=8), forward.rolled(obs, k=8))
+    leaf = Recorder()
+    np.testing.assert_array_equal(forward.rolled(obs, step, cards=0, leaf=leaf, k=8), leaf.predict_proba(obs))
+    with pytest.raises(ValueError, match="leaf"):
+        forward.rolled(obs, tricks=2)
+    deep = forward.rolled(obs, tricks=10**6, leaf=Recorder(), k=8)  # every rollout ends: no leaf is asked
+    np.testing.assert_allclose(deep, forward.rolled(obs, k=8), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_step_network_trained_from_scratch_is_exact_and_rolls_out_as_the_engine_plays():
+    step = forward.StepModel(2, games=20_000, steps=1500, hidden=64).fit()
+    inputs, outputs = forward.transitions(200_000, 2, seed=77)
+    assert step.exact(inputs, outputs) == (1.0, 0)
+    labels, cards, _ = forward.machine_games(step.table(), 500, 2, seed=78)
+    engine = bg.simulate(500, n_players=2, seed=78)
+    np.testing.assert_array_equal(labels, core.outcome_labels(engine.winner, 2))
+    np.testing.assert_array_equal(cards, engine.cards)
+    test = protocol.TestSet.generate(2, 10, seed=79)
+    obs = test.observations("counted")
+    rolled = forward.RolledStep(step, k=16)
+    np.testing.assert_allclose(rolled.predict_proba(obs), BayesMC(2, k=16).predict_proba(obs), rtol=0, atol=1e-12)
+    assert rolled.name == "learned step, rolled out (K=16)" and rolled.trained_on_seed == step.seed
