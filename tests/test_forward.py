@@ -153,3 +153,58 @@ def test_a_step_network_trained_from_scratch_is_exact_and_rolls_out_as_the_engin
     rolled = forward.RolledStep(step, k=16)
     np.testing.assert_allclose(rolled.predict_proba(obs), BayesMC(2, k=16).predict_proba(obs), rtol=0, atol=1e-12)
     assert rolled.name == "learned step, rolled out (K=16)" and rolled.trained_on_seed == step.seed
+
+
+# --------------------------------------------------------------- the full view
+
+
+@pytest.fixture(scope="module")
+def full_positions():
+    from beggar_env import datasets
+
+    return datasets.generate(30, n_players=2, observation="full", samples=6, seed=31)
+
+
+def test_the_full_features_read_every_hand_as_documented(full_positions):
+    from beggar_env.forecasting import features
+
+    obs = full_positions.fields
+    x = features.full_features(obs)
+    public = features.public_features(obs)
+    hands = obs["hands"]
+    n, p, _ = hands.shape
+    assert x.shape == (n, public.shape[1] + p * 5 + p * features.TOP * 6 + 4 * p * 5 + 5 * p)
+    np.testing.assert_array_equal(x[:, : public.shape[1]], public)
+    at = public.shape[1]
+    for i in range(0, n, 5):
+        for seat in range(p):
+            hand = [c for c in hands[i, seat] if c >= 0]
+            assert list(x[i, at + seat * 5 : at + seat * 5 + 5]) == [hand.count(c) for c in range(5)]
+            top = x[i, at + p * 5 + seat * 48 : at + p * 5 + (seat + 1) * 48].reshape(8, 6)
+            assert list(top.argmax(axis=1)) == [hand[j] + 1 if j < len(hand) else 0 for j in range(8)]
+            first_court = x[i, -5 * p + seat]
+            assert first_court == next((j for j, c in enumerate(hand) if c > 0), 52)
+
+
+@pytest.mark.parametrize("net", ["hands", "looped"])
+def test_a_full_view_network_trains_and_forecasts_each_position_as_if_alone(full_positions, net):
+    forecaster = forward.FullViewForecaster(2, net, games=20, samples=4, epochs=1, batch=16, data_seed=32)
+    forecaster.fit()
+    assert forecaster.observation == "full" and forecaster.trained_on_seed == 32 and len(forecaster.history) == 1
+    obs = full_positions.fields
+    probs = forecaster.predict_proba(obs)
+    assert probs.shape == (len(obs["cards"]), 3) and np.allclose(probs.sum(axis=1), 1)
+    for i in (0, 7, len(probs) - 1):  # a batch of one: no padding, no neighbours
+        alone = forecaster.predict_proba({name: value[i : i + 1] for name, value in obs.items()})
+        np.testing.assert_allclose(alone[0], probs[i], rtol=0, atol=1e-5)
+
+
+def test_the_looped_model_iterates_more_for_longer_hands():
+    hands = torch.full((4, 3, 52), -1)
+    for row, sizes in enumerate([(52, 0, 0), (30, 20, 2), (21, 17, 14), (18, 17, 17)]):
+        for seat, size in enumerate(sizes):
+            hands[row, seat, :size] = 0
+    net = forward.LoopedNet(3, 10, width=8, heads=2, base=2, per_card=0.5, most=40)
+    assert net.iterations(hands).tolist() == [2, 12, 11, 11]  # 2 + half the second-largest hand, rounded up
+    net.most = 9
+    assert net.iterations(hands).tolist() == [2, 9, 9, 9]

@@ -2,7 +2,8 @@
 with a leading batch axis, as the vector env and ``Dataset.fields`` give them).
 
 ``public_features`` reads only what is on the table; ``counted_features`` adds what a
-card-counter knows (``observation="counted"``). Both are float32 matrices, one row per
+card-counter knows (``observation="counted"``); ``full_features`` reads every hand in order
+(``observation="full"``, the oracle's view). All are float32 matrices, one row per
 position. The progress through the game is never a feature: a forecaster cannot know it.
 """
 
@@ -76,4 +77,24 @@ def counted_features(obs):
     )
 
 
-FEATURES = {"public": public_features, "counted": counted_features}
+TOP = 8  # cards from the top of each hand, one-hot, in the full features
+DEPTHS = (0, 8, 16, 26, 52)  # the stretches of a hand whose cards are counted by class
+
+
+def full_features(obs):
+    """The public features, and for each hand (``hands``: every card, from the top): its
+    cards by class; its first :data:`TOP` cards one-hot over (none, numeral, J, Q, K, A); its
+    cards by class in each stretch of :data:`DEPTHS` from the top (0-7, 8-15, 16-25, 26-51);
+    how far down its first court card lies, and its first card of each court class."""
+    hands = obs["hands"]
+    n, p, slots = hands.shape
+    by_class = _class_counts(hands).reshape(n, p * N_CLASSES)
+    top = _one_hot((hands[:, :, :TOP] + 1).reshape(-1), N_CLASSES + 1).reshape(n, p * TOP * (N_CLASSES + 1))
+    stretches = [_class_counts(hands[:, :, lo:hi]).reshape(n, p * N_CLASSES) for lo, hi in zip(DEPTHS, DEPTHS[1:])]
+    depths = []
+    for court in (hands > 0, *(hands == c for c in range(1, N_CLASSES))):
+        depths.append(np.where(court.any(axis=2), court.argmax(axis=2), slots).astype(np.float32))
+    return np.hstack([public_features(obs), by_class, top, *stretches, *depths])
+
+
+FEATURES = {"public": public_features, "counted": counted_features, "full": full_features}
