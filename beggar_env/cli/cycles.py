@@ -203,7 +203,11 @@ def _census(args):
         f"ended: {result.ended:,} ({result.ended / max(result.games, 1):.4%}); longest {result.longest_cards} "
         f"cards, {result.longest_tricks} tricks (position {result.longest_index})"
     )
-    print(f"distinct cycles: {len(result.cycles)}" + (f" ({periods})" if periods else ""))
+    by_positions = sum(census.seatings(key) for key in result.cycles)  # a key names its seat-turned copies too
+    print(
+        f"distinct cycles: {len(result.cycles)} by key ({by_positions} by set of positions)"
+        + (f"; by period: {periods}" if periods else "")
+    )
     for cycle in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key)):
         print(f"  {cycle.key}  period {cycle.cards} cards, {cycle.tricks} tricks; reached by {cycle.reached:,}")
     options.ray_note(args)
