@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import beggar
+from conftest import beggar, without_notice
 from reference import play_reference
 
 import beggar_env
 from beggar_env import deals
-from beggar_env.cli.options import COMPILE_NOTICE
 from beggar_env.cycles import census, positions, reconstruct, records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -389,7 +388,7 @@ def test_the_census_command_refuses_in_one_line_naming_its_flags(args, words, ca
     from beggar_env import cli
 
     assert cli.main(["cycles", "census", "--no-progress", *args]) == 2
-    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(COMPILE_NOTICE)]
+    err = without_notice(capsys.readouterr().err).splitlines()
     assert len(err) == 1 and words in err[0], err
 
 
@@ -490,7 +489,7 @@ def test_a_spoilt_file_is_refused_in_one_line_naming_what_is_wrong(tmp_path, spo
     with pytest.raises(ValueError, match=re.escape(words)):
         census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
     status = cli.main(["cycles", "census", "--source", "every", "--deck", SMALL_DECK, "--out", str(path), "--resume"])
-    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(COMPILE_NOTICE)]
+    err = without_notice(capsys.readouterr().err).splitlines()
     assert status == 2 and len(err) == 1 and words in err[0], err
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
 
@@ -618,3 +617,15 @@ def test_seatings_refuses_a_position_off_a_cycle_and_the_census_prints_both_coun
     deck = "JJKK" + "-" * 7
     assert cli.main(["cycles", "census", "--source", "every", "--deck", deck, "--players", "3", "--no-progress"]) == 0
     assert "distinct cycles: 3 by key (9 by set of positions); by period: " in capsys.readouterr().out
+
+
+def test_every_published_census_file_reads_as_a_complete_census():
+    """Censuses written before they could be continued have no done nor complete: complete."""
+    paths = sorted((REPO / "docs" / "cycles").glob("every-*.json")) + sorted(
+        (REPO / "docs" / "cycles").glob("random-*")
+    )
+    assert len(paths) > 20
+    for path in paths:
+        record = records.read_census(path)
+        assert record["complete"] and record["done"] is None, path
+        assert census.Census.from_record(record).games == record["games"]
