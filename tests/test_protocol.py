@@ -254,7 +254,7 @@ def test_a_report_file_is_checked_whole_in_one_line(test_set, tmp_path):
     assert protocol.Report.load(path)["forecaster"] == "my most cards"
     saved = json.loads(open(path).read())
     for mutate, words in (
-        (lambda r: r.update(n_players=2.0), "$.n_players: must be a whole number"),
+        (lambda r: r.update(n_players=2.0), "$.n_players: 2.0 is not of type 'integer'"),
         (lambda r: r["slices"]["all"]["accuracy"].update(value=-5), "$.slices.all.accuracy.value"),
         (lambda r: r["by_cards"].update(brier=[0.1]), "$.by_cards.brier"),
         (lambda r: r.update(forecaster="a\nb"), "$.forecaster"),
