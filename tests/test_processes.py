@@ -284,10 +284,10 @@ def test_the_first_run_says_it_is_compiling(tmp_path):
 def test_the_notices_the_tests_take_out_are_the_ones_printed():
     """conftest.without_notice drops the command's and the package's compile notices by
     their first words: those words must be how they start."""
-    from beggar_env import jit
+    from beggar_env import compiling
     from beggar_env.cli import options
 
     with options.notice_for("simulate"):
-        assert jit.notice.words.startswith(COMPILE_NOTICE)
-    assert jit.NOTICE.startswith(LIBRARY_NOTICE)
-    assert without_notice(f"{jit.NOTICE}\nbeggar: x\n") == "beggar: x\n"
+        assert compiling.notice.words.startswith(COMPILE_NOTICE)
+    assert compiling.NOTICE.startswith(LIBRARY_NOTICE)
+    assert without_notice(f"{compiling.NOTICE}\nbeggar: x\n") == "beggar: x\n"
