@@ -273,8 +273,7 @@ def census(
     if backend == "ray":
         require_ray()
     elif backend == "cuda":
-        if threads is not None:
-            raise ValueError("threads is for the local backend: the CUDA backend plays one position a GPU thread")
+        gpu.check_options(threads, True, core.NO_LIMIT, core.NO_LIMIT)  # a census detects cycles: never endless
         gpu.require_cuda()
     run = dict(threads=threads, backend=backend, address=address, progress=progress, partial=partial)
     if out is None:
