@@ -12,6 +12,7 @@ import io
 import json
 import os
 import platform
+import textwrap
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -957,12 +958,13 @@ def _draw_horizon(plt, colors, n, block):
         if losses and max(losses) > LOG_LOSS_SHOWN:
             above.append(f"{name} ({min(losses):.1f}-{max(losses):.1f})")
     axes[1].set_ylim(0, LOG_LOSS_SHOWN)
-    titles = [
-        f"above the frame: {', '.join(above)}" if above else "",
-        f"not drawn: {', '.join(missing)}" if missing else "",
-    ]
-    if any(titles):
-        axes[1].set_title("\n".join(t for t in titles if t), fontsize=7)
+    if above:
+        axes[1].set_title("above the frame: " + ", ".join(above), fontsize=8)
+    bottom = 0
+    if missing:  # rows read from reports of the earlier layout: no horizon
+        note = "not drawn (their reports hold no horizon): " + "; ".join(missing)
+        fig.text(0.01, 0.01, textwrap.fill(note, 190), fontsize=7, va="bottom")
+        bottom = 0.04 * (1 + len(note) // 190)
     for ax, metric in zip(axes, ("accuracy", "log loss")):
         if names:
             ax.set_xticks(np.arange(len(names)), names)
@@ -973,7 +975,7 @@ def _draw_horizon(plt, colors, n, block):
     axes[1].invert_xaxis()
     fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="center right")
     fig.suptitle(f"{n} players: forecasts by horizon (test positions)")
-    return _png(fig, rect=(0, 0, 0.80, 1))
+    return _png(fig, rect=(0, bottom, 0.80, 1))
 
 
 PNG_DPI = 100
