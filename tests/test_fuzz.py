@@ -597,7 +597,7 @@ def test_redraw_with_a_mutated_report_ends_well_and_damages_nothing(study, tmp_p
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     else:
         name = json.loads(path.read_text())["forecaster"]
-        assert f"| {name} |" in (out / "tables.md").read_text() and len(list(out.glob("*.png"))) == 4
+        assert f"| {name} |" in (out / "tables.md").read_text() and len(list(out.glob("*.png"))) == 5
     assert not leftovers(out)
 
 

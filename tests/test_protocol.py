@@ -61,7 +61,11 @@ def test_one_call_evaluates_and_prints_a_row_beside_the_published_ones(test_set,
     assert isinstance(report, protocol.Report) and report["forecaster"] == "my most cards"
     assert (report["protocol_version"], report["test_seed"], report["observation"]) == (2, protocol.TEST_SEED, "public")
     header, rule, row = str(report).splitlines()
-    assert header.startswith("| forecaster | accuracy (95% CI) | log loss (95% CI) | accuracy, cards 0-25")
+    assert header.startswith(
+        "| forecaster | accuracy (95% CI) | log loss (95% CI) | inference (open): accuracy (95% CI) | "
+        "inference (open): log loss (95% CI) | inference (open): gap closed"
+    )
+    assert "| simulation (determined): accuracy (95% CI) |" in header
     figure = report["slices"]["all"]["accuracy"]
     assert row.startswith(
         f"| my most cards | {figure['value']:.3f} ({figure['ci95'][0]:.3f}-{figure['ci95'][1]:.3f}) |"
