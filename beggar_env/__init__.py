@@ -44,6 +44,7 @@ _EXPORTS = {
 _SUBMODULES = (
     "checks",
     "cli",
+    "compiling",
     "core",
     "cycles",
     "datasets",

@@ -399,6 +399,18 @@ def _order(order):
     return [core.CLASS_SYMBOLS.index(symbol) for symbol in ORDERS[order]]
 
 
+def next_card(left, index, ways, n, ranks):
+    """One step of unranking arrangement ``index`` of the ``n`` cards ``left`` (per class;
+    ``ways`` arrangements in all), classes taken in the order ``ranks``: its top card's
+    class, and the index and number of arrangements of the cards after it."""
+    for c in ranks:
+        with_c = ways * int(left[c]) // n  # the arrangements with c on top
+        if index < with_c:
+            return c, index, with_c
+        index -= with_c
+    raise ValueError(f"index {index:,} is past the {ways:,} arrangements")
+
+
 def deal_index(deal: "str | Deal", order: str = "camicia") -> int:
     """The number of ``deal`` among the deals of its deck (:func:`deal_at` gives it back):
     a Python int from 0 to the deck's count of deals minus 1 (653,534,134,886,878,244,999
@@ -434,13 +446,8 @@ def deal_at(index: int, deck: str = STANDARD_DECK, n_players: int = 2, order: st
     index = checks.integer("index", index, 0, total - 1)
     row, ways, n = [], total, sum(left)
     for j in range(n):
-        for c in ranks:
-            with_c = ways * left[c] // (n - j)
-            if index < with_c:
-                row.append(c)
-                left[c] -= 1
-                ways = with_c
-                break
-            index -= with_c
+        c, index, ways = next_card(left, index, ways, n - j, ranks)
+        row.append(c)
+        left[c] -= 1
     bounds = np.cumsum((0, *dealt_sizes(n, n_players)))
     return Deal.from_classes([row[a:b] for a, b in zip(bounds[:-1], bounds[1:])])

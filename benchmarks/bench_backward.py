@@ -1,15 +1,19 @@
 """Backward play: predecessors computed per second (beggar_env.cycles.backward.counts).
 
-    python benchmarks/bench_backward.py [--positions 1000000] [--players 2] [--threads T]
+    python benchmarks/bench_backward.py [--positions 1000000] [--players 2 3 4] [--threads T]
 
 Two kinds of positions, for the standard deck: random positions (a shuffled deck cut into
-hands of any sizes, seat 0 leading: the census's ``random`` source, seed 1), and the
-trick-start positions of random games (``random_deals(..., seed=1)``, every position up to
-the game's end). Each is timed once untimed (compiling), then the best of three rounds.
-Nothing here fails on a timing.
+hands of any sizes, seat 0 leading: the census's ``random`` source, seed 1; ``--positions``
+of them), and the trick-start positions of random games (``random_deals(..., seed=1)``,
+every position up to the game's end; a tenth as many). Each is run once untimed
+(compiling), then timed: the best of three rounds. It prints the machine (processor,
+usable CPUs, load average before and after), the date and the versions, then the table of
+``docs/cycles.md``, a row per number of players. Nothing here fails on a timing.
 """
 
 import argparse
+import datetime
+import os
 import platform
 import sys
 import time
@@ -49,6 +53,19 @@ def game_positions(n, players):
     return tuple(np.array(column) for column in zip(*rows))
 
 
+def refused_by_the_payment_tail(positions):
+    """The share of positions whose leader's hand fails the first short cut (``backward.payment_tail``:
+    it does not end with a court card and its honour in numerals), so that they have no predecessor."""
+    from beggar_env.cycles import backward
+
+    cards, sizes, leaders = positions
+    starts = np.concatenate([np.zeros((len(sizes), 1), np.int64), np.cumsum(sizes, axis=1)], axis=1)
+    refused = [
+        backward.payment_tail(cards[i], starts[i, leaders[i]], sizes[i, leaders[i]]) == 0 for i in range(len(cards))
+    ]
+    return float(np.mean(refused))
+
+
 def best_rate(positions, threads, rounds=3):
     from beggar_env.cycles import backward
 
@@ -61,20 +78,49 @@ def best_rate(positions, threads, rounds=3):
     return len(positions[0]) / best, counts
 
 
+def load_average():
+    try:
+        return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def cell(rate, counts, first=False, refused=None):
+    share = f"{(counts == 0).mean():.1%}" + (" have no predecessor" if first else " none")
+    if refused is not None:
+        share += f", {refused:.1%} refused by the payment tail"
+    return f"{fmt_rate(rate).strip()}/s ({share}, {counts.mean():.2f} on average; {len(counts):,} positions)"
+
+
 def main():
+    import numba
+
+    import beggar_env
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--positions", type=int, default=1_000_000)
-    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
+    parser.add_argument("--positions", type=int, default=1_000_000, help="random positions (default 1000000)")
+    parser.add_argument("--players", type=int, nargs="+", default=[2, 3, 4], choices=(2, 3, 4))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
-    print(f"{cpu_model()}, {usable_cpus()} usable CPUs, Python {platform.python_version()}")
-    for name, make in (("random positions", random_positions), ("positions of random games", game_positions)):
-        positions = make(args.positions if name.startswith("random") else args.positions // 10, args.players)
-        rate, counts = best_rate(positions, args.threads)
-        print(
-            f"{args.players} players, {name} ({len(counts):,}): {fmt_rate(rate)}positions/s; "
-            f"{(counts == 0).mean():.1%} have no predecessor, {counts.mean():.2f} on average"
-        )
+    print(
+        f"{datetime.date.today().isoformat()}; {cpu_model()}, {usable_cpus()} usable CPUs, load average "
+        f"{load_average()} (1, 5, 15 min) at the start; Python {platform.python_version()}, numba "
+        f"{numba.__version__}, numpy {np.__version__}, beggar-env {beggar_env.__version__}; --positions "
+        f"{args.positions}, threads {args.threads or numba.config.NUMBA_NUM_THREADS}"
+    )
+    print()
+    print("| players | random positions (a shuffled deck cut at random) | positions of random games |")
+    print("|---|---|---|")
+    for players in args.players:
+        cells = []
+        for name, make in (("random positions", random_positions), ("positions of random games", game_positions)):
+            positions = make(args.positions if name.startswith("random") else args.positions // 10, players)
+            rate, counts = best_rate(positions, args.threads)
+            refused = refused_by_the_payment_tail(positions) if name.startswith("random") else None
+            cells.append(cell(rate, counts, first=players == args.players[0] and not cells, refused=refused))
+        print(f"| {players} | {' | '.join(cells)} |", flush=True)
+    print()
+    print(f"load average {load_average()} at the end")
 
 
 if __name__ == "__main__":

@@ -317,13 +317,15 @@ def read_only_runner():
 # -------------------------------------------------------------- the command, run
 
 COMPILE_NOTICE = "beggar: preparing the compiled engine ("  # what the command prints first on a cold cache
+LIBRARY_NOTICE = "beggar-env: compiling the engine for its first use"  # the package's, once per process
 
 
 def without_notice(stderr):
-    """``stderr`` without the line the command prints when it compiles the engine (a cold
-    numba cache: beggar_env/cli/commands.py, _compiling_notice), so that a check of its
-    lines sees what a warm run prints."""
-    return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith(COMPILE_NOTICE))
+    """``stderr`` without the line the command (beggar_env/cli/options.py) or the package
+    (beggar_env/jit.py, ``notice``) prints when it compiles the engine on a cold numba cache,
+    so that a check of its lines sees what a warm run prints."""
+    notices = (COMPILE_NOTICE, LIBRARY_NOTICE)
+    return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith(notices))
 
 
 def beggar(*args, cwd=None, env=None, timeout=300, prefix=(), keep_notice=False):

@@ -58,9 +58,13 @@ def test_every_forecaster_is_evaluated_for_every_player_count(study):
         assert names[0] == "uniform" and names[-1] == "oracle" and any(name.startswith("Bayes") for name in names)
         by_name = {r["forecaster"]: r for r in block["reports"]}
         assert by_name["oracle"]["slices"]["all"]["accuracy"]["value"] == 1.0
-        assert by_name["seat prior"]["gap_closed"]["all"]["log_loss"] == 0
         bayes = next(r for r in block["reports"] if r["forecaster"].startswith("Bayes"))
-        assert bayes["gap_closed"]["all"]["log_loss"] == 1
+        for name in ev.GAP_SLICES:  # the gap closed on all positions and on each track, with intervals
+            prior_gap = by_name["seat prior"]["reference"]["gap_closed"][name]["log_loss"]
+            bayes_gap = bayes["reference"]["gap_closed"][name]["log_loss"]
+            assert prior_gap["value"] == 0 and bayes_gap["value"] == 1 and bayes_gap["ci95"] == [1, 1]
+            assert bayes["reference"]["versus_bayes"][name]["accuracy"] == {"difference": 0, "ci95": [0, 0]}
+        assert bayes["slices"]["determined"]["accuracy"]["value"] == 1  # the table fixes the outcome there
         assert bayes["slices"]["all"]["log_loss"]["value"] < by_name["seat prior"]["slices"]["all"]["log_loss"]["value"]
         test_games = beggar_env.simulate(TINY.test_games, n_players=int(n), seed=ev.TEST_SEED)
         assert block["positions"] == test_games.cards.sum()  # every card step of every test game
@@ -90,14 +94,21 @@ def test_outputs_are_written(study):
     cells = [f"{s['value']:.3f} ({s['ci95'][0]:.3f}-{s['ci95'][1]:.3f})" for s in by_slice]  # every slice's interval
     game_weighted = f"{bayes['slices']['all']['accuracy']['game_weighted']:.3f}"
     assert f"| {bayes['forecaster']} | {' | '.join(cells)} | {game_weighted} |" in tables
-    assert "| progress Q1 | progress Q2 | progress Q3 | progress Q4 | open | all, game-weighted |" in tables
+    assert (
+        "| progress Q1 | progress Q2 | progress Q3 | progress Q4 | open | determined | all, game-weighted |" in tables
+    )
+    assert "The two tracks, each row against the seat prior and Bayes" in tables and "by horizon" in tables
     assert "| most cards - seat prior | " in tables and "The Bayes forecaster by its rollouts per position" in tables
     assert "| " + " | ".join(ev.Report(bayes).row()) + " |" in tables  # the row print(report) gives
     assert {p.name for p in written} == {
-        *(f"{kind}_{n}p.png" for kind in ("by_cards", "reliability", "reliability_by_outcome") for n in (2, 3)),
+        *(
+            f"{kind}_{n}p.png"
+            for kind in ("by_cards", "reliability", "reliability_by_outcome", "horizon")
+            for n in (2, 3)
+        ),
         "game_lengths.png",
     }
-    assert all(p.stat().st_size > 10_000 for p in written)
+    assert all(10_000 < p.stat().st_size < 120_000 for p in written)  # drawn, and small (a palette, optimised)
 
 
 @pytest.mark.slow
@@ -114,7 +125,10 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     names = [r["forecaster"] for r in more["players"]["2"]["reports"]]
     assert names[-2:] == ["a policy", "oracle"] and len(names) == len(results["players"]["2"]["reports"]) + 1
     added = more["players"]["2"]["reports"][-2]
-    assert added["slices"]["all"]["accuracy"] == policy["slices"]["all"]["accuracy"] and "gap_closed" in added
+    assert added["slices"]["all"]["accuracy"] == policy["slices"]["all"]["accuracy"]
+    # made against another reference (K=256, not the tiny study's K=16): its gap closed is the study's, no interval
+    assert added["reference"]["bayes"] == "Bayes (Monte Carlo, K=16)" and policy["reference"]["bayes"].endswith("256)")
+    assert added["reference"]["gap_closed"]["open"]["log_loss"]["ci95"] is None
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**policy, "games": 7}))
     with pytest.raises(ValueError, match="test set"):
@@ -126,7 +140,7 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
 
 
 def test_a_policy_report_is_checked_before_the_study_runs(tmp_path, monkeypatch, capsys):
-    report = {key: 0 for key in ev.REPORT_KEYS if key != "by_cards"}
+    report = {key: 0 for key in ev.REPORT_KEYS_V1 if key != "by_cards"}
     report.update(format=ev.REPORT_FORMAT, protocol_version=ev.PROTOCOL_VERSION, test_seed=ev.TEST_SEED)
     (tmp_path / "old.json").write_text(json.dumps(report))
     (tmp_path / "other.json").write_text(json.dumps({**report, "by_cards": {}, "n_players": 2, "games": 7}))
@@ -206,7 +220,7 @@ def test_redraw_adds_a_submitted_row_without_running_the_study_again(study, tmp_
     assert names == [r["forecaster"] for r in before["players"]["2"]["reports"]][:-1] + ["mine", "oracle"]
     mine = after["players"]["2"]["reports"][-2]
     assert mine["slices"]["all"]["accuracy"]["value"] == report["slices"]["all"]["accuracy"]["value"]
-    assert "gap_closed" in mine and after["players"]["3"] == before["players"]["3"]
+    assert mine["reference"]["prior"] == "seat prior" and after["players"]["3"] == before["players"]["3"]
     tables = (out / "tables.md").read_text()
     assert "| mine |" in tables and tables.count("Rows added by") == 1
     other = ev.evaluate(Mine(2), ev.TestSet.generate(2, TINY.test_games + 1), bootstrap=20).save(tmp_path / "o.json")

@@ -290,7 +290,7 @@ def test_a_bad_command_line_is_one_line_in_the_words_it_was_given(args, words, c
     from beggar_env import cli
 
     assert cli.main(args) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_notice(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and words in err[0], err
 
 

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import beggar
+from conftest import beggar, without_notice
 from reference import play_reference
 
 import beggar_env
 from beggar_env import deals
-from beggar_env.cli.options import COMPILE_NOTICE
 from beggar_env.cycles import census, positions, reconstruct, records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -389,7 +388,7 @@ def test_the_census_command_refuses_in_one_line_naming_its_flags(args, words, ca
     from beggar_env import cli
 
     assert cli.main(["cycles", "census", "--no-progress", *args]) == 2
-    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(COMPILE_NOTICE)]
+    err = without_notice(capsys.readouterr().err).splitlines()
     assert len(err) == 1 and words in err[0], err
 
 
@@ -490,6 +489,143 @@ def test_a_spoilt_file_is_refused_in_one_line_naming_what_is_wrong(tmp_path, spo
     with pytest.raises(ValueError, match=re.escape(words)):
         census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
     status = cli.main(["cycles", "census", "--source", "every", "--deck", SMALL_DECK, "--out", str(path), "--resume"])
-    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(COMPILE_NOTICE)]
+    err = without_notice(capsys.readouterr().err).splitlines()
     assert status == 2 and len(err) == 1 and words in err[0], err
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
+
+
+# ------------------------------------------- cycles by key and by set of positions
+
+
+def absolute_positions(hands, events):
+    """Every trick-start position of a reference game as the hands in seat order and the
+    leader's seat (no turning), rebuilt from the reference's events."""
+    hands, pile = [list(hand) for hand in hands], []
+    seen = [(tuple(map(tuple, hands)), 0)]
+    for event in events:
+        if event[0] == "play":
+            pile.append(hands[event[1]].pop(0))
+        else:
+            hands[event[1]].extend(pile)
+            pile.clear()
+            seen.append((tuple(map(tuple, hands)), event[1]))
+    return seen
+
+
+def seats_turned(position, turn):
+    hands, leader = position
+    return hands[-turn:] + hands[:-turn] if turn else hands, (leader + turn) % len(hands)
+
+
+def brute_force_cycles_by_positions(deck, n_players):
+    """Per cycle key, the cycles (frozen sets of absolute positions) that every deal's game
+    reaches, played by the reference, and those with their seat-turned copies (list operations)."""
+    reached = {}
+    for order in arrangements([deck.count(s) for s in "-JQKA"]):
+        hands = dealt(order, n_players)
+        events = []
+        result = play_reference(hands, events=events)
+        if result["outcome"] == "cycle":
+            cycle = frozenset(absolute_positions(hands, events)[result["cycle_start_tricks"] :])
+            reached.setdefault(reference_cycle_key(hands, result, events), set()).add(cycle)
+    named = {
+        key: {frozenset(seats_turned(p, turn) for p in cycle) for cycle in cycles for turn in range(n_players)}
+        for key, cycles in reached.items()
+    }
+    return reached, named
+
+
+@pytest.mark.parametrize(
+    "deck, players, by_key, by_positions, reached_by_positions",
+    [
+        ("JJKK" + "-" * 7, 2, 2, 3, 3),
+        ("JJKK" + "-" * 7, 3, 3, 9, 7),
+        ("JJKK" + "-" * 7, 4, 4, 14, 10),
+        ("JJ" + "-" * 7, 4, 3, 10, 7),
+        ("JJ----", 3, 1, 3, 1),
+    ],
+)
+def test_seatings_count_a_keys_cycles_by_set_of_positions_as_a_brute_force_does(
+    deck, players, by_key, by_positions, reached_by_positions
+):
+    """A key names one to n_players cycles as sets of absolute positions (its seat-turned
+    copies); ``seatings`` counts them as the reference's games, turned by list operations,
+    do. The deals need not reach every copy."""
+    reached, named = brute_force_cycles_by_positions(deck, players)
+    got = census.census(players, "every", deck=deck, threads=1)
+    assert set(got.cycles) == set(named)
+    assert {key: census.seatings(key) for key in got.cycles} == {key: len(cycles) for key, cycles in named.items()}
+    assert (len(named), sum(map(len, named.values()))) == (by_key, by_positions)
+    assert all(reached[key] <= named[key] for key in reached)
+    assert sum(map(len, reached.values())) == reached_by_positions
+
+
+def deals_reaching_each_seating(key, n_players):
+    """How many deals (seat 0 leading, hands of the dealt sizes) reach each of a key's
+    cycles as sets of absolute positions, by backward play: the whole in-tree of the key's
+    cycle, its dealt positions counted by leader (a seat-turned copy's deals are the
+    positions led from the other seat)."""
+    import numpy as np
+
+    cycle, _ = reconstruct.cycle_positions(key)
+    want = reconstruct.dealt_sizes(len(cycle[0][0]), n_players)
+    on_cycle = {(c.tobytes(), tuple(s), int(seat)) for c, s, seat in cycle}
+    level = tuple(np.array(column) for column in zip(*cycle))
+    by_leader = [0] * n_players
+    first = True
+    while len(level[0]):
+        for cards, sizes, leader in zip(*level):
+            if [sizes[(leader + k) % n_players] for k in range(n_players)] == list(want):
+                by_leader[leader] += 1
+        level = reconstruct._expand(level)
+        if first:
+            level, first = reconstruct._off_cycle(level, on_cycle), False
+    return [by_leader[-turn % n_players] for turn in range(census.seatings(key))]
+
+
+@pytest.mark.parametrize(
+    "name, by_key, by_positions",
+    [
+        ("every-2x-8-2p", 168, 316),
+        ("every-2x-10-2p", 82, 144),
+        ("every-2x-16-2p", 1, 2),
+    ],
+)
+def test_the_published_cycles_by_set_of_positions_are_each_reached_by_the_deals(name, by_key, by_positions):
+    """docs/cycles.md's counts by key and by set of positions; walked back whole, each cycle
+    as a set of positions holds deals, and a key's copies together hold the deals the census
+    found reaching it (24 cards: 17 and 19 of the 36)."""
+    record = json.loads((REPO / "docs" / "cycles" / f"{name}.json").read_text())  # written before "done" was
+    reached = {cycle["key"]: deals_reaching_each_seating(cycle["key"], record["players"]) for cycle in record["cycles"]}
+    assert (len(reached), sum(map(len, reached.values()))) == (by_key, by_positions)
+    if name == "every-2x-16-2p":
+        assert sorted(reached["-----------Q-AJ-/KAQ-K-J-"]) == [17, 19]
+    assert {cycle["key"]: sum(reached[cycle["key"]]) for cycle in record["cycles"]} == {
+        cycle["key"]: cycle["reached"] for cycle in record["cycles"]
+    }
+    assert all(all(counts) for counts in reached.values())
+
+
+def test_seatings_refuses_a_position_off_a_cycle_and_the_census_prints_both_counts(capsys):
+    from beggar_env import cli
+
+    assert census.seatings(census.cycle_of(CASELLA).key) == 2
+    with pytest.raises(ValueError, match="not on the cycle"):
+        census.seatings(CASELLA)  # it enters its cycle after 34 cards
+    with pytest.raises(ValueError, match="its game ends"):
+        census.seatings("-A/--")
+    deck = "JJKK" + "-" * 7
+    assert cli.main(["cycles", "census", "--source", "every", "--deck", deck, "--players", "3", "--no-progress"]) == 0
+    assert "distinct cycles: 3 by key (9 by set of positions); by period: " in capsys.readouterr().out
+
+
+def test_every_published_census_file_reads_as_a_complete_census():
+    """Censuses written before they could be continued have no done nor complete: complete."""
+    paths = sorted((REPO / "docs" / "cycles").glob("every-*.json")) + sorted(
+        (REPO / "docs" / "cycles").glob("random-*")
+    )
+    assert len(paths) > 20
+    for path in paths:
+        record = records.read_census(path)
+        assert record["complete"] and record["done"] is None, path
+        assert census.Census.from_record(record).games == record["games"]

@@ -597,7 +597,7 @@ def test_redraw_with_a_mutated_report_ends_well_and_damages_nothing(study, tmp_p
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     else:
         name = json.loads(path.read_text())["forecaster"]
-        assert f"| {name} |" in (out / "tables.md").read_text() and len(list(out.glob("*.png"))) == 4
+        assert f"| {name} |" in (out / "tables.md").read_text() and len(list(out.glob("*.png"))) == 5
     assert not leftovers(out)
 
 
@@ -767,15 +767,15 @@ def flags(pairs):
 def census_files(tmp_path_factory):
     """A finished census of every deal of SMALL_DECK, one unfinished, a census whose cycles
     grow to GROWN_DECK, and a growth's record."""
-    from beggar_env.cycles import census
+    from beggar_env.cycles import census, records
 
     folder = tmp_path_factory.mktemp("cycles")
     census.census(2, "every", deck=SMALL_DECK, out=folder / "whole.json")
-    whole = census.read(folder / "whole.json")
+    whole = records.read_census(folder / "whole.json")
     part = census.census(2, "every", deck=SMALL_DECK, n=1000)
-    unfinished = {**part.record({k: whole[k] for k in census.SETTINGS}, 1000), "seed": whole["seed"]}
+    unfinished = {**part.record({k: whole[k] for k in records.CENSUS_SETTINGS}, 1000), "seed": whole["seed"]}
     (folder / "unfinished.json").write_text(json.dumps(unfinished))
-    census.read(folder / "unfinished.json")  # a census that --resume continues
+    records.read_census(folder / "unfinished.json")  # a census that --resume continues
     cycles = REPO / "docs" / "cycles"
     return {
         "whole": whole,
@@ -804,7 +804,7 @@ def hostile_file(path, record, data):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_cycles_census_with_hostile_arguments_and_files_ends_well(census_files, tmp_path_factory, data, capsys):
-    from beggar_env.cycles import census
+    from beggar_env.cycles import records
 
     folder = tmp_path_factory.mktemp("census")
     out = folder / "c.json"
@@ -847,7 +847,7 @@ def test_cycles_census_with_hostile_arguments_and_files_ends_well(census_files, 
             args[at + 1] = "500"  # a valid count of a random census is work, not bad input
     status = run_command(args, [out], folder, capsys)
     if status == 0 and str(out) in args:
-        census.read(out)  # what it wrote (or continued) is a whole census
+        records.read_census(out)  # what it wrote (or continued) is a whole census
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

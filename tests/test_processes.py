@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import COMPILE_NOTICE, beggar, beggar_process, interrupt, read_only_runner
+from conftest import COMPILE_NOTICE, LIBRARY_NOTICE, beggar, beggar_process, interrupt, read_only_runner, without_notice
 
 import beggar_env
 from beggar_env import files
@@ -279,3 +279,15 @@ def test_the_first_run_says_it_is_compiling(tmp_path):
     again = beggar("simulate", "--games", "10", "--seed", "1", timeout=600, env=cold)
     assert again.returncode == 0
     assert again.stdout.splitlines()[:3] == run.stdout.splitlines()[:3]
+
+
+def test_the_notices_the_tests_take_out_are_the_ones_printed():
+    """conftest.without_notice drops the command's and the package's compile notices by
+    their first words: those words must be how they start."""
+    from beggar_env import compiling
+    from beggar_env.cli import options
+
+    with options.notice_for("simulate"):
+        assert compiling.notice.words.startswith(COMPILE_NOTICE)
+    assert compiling.NOTICE.startswith(LIBRARY_NOTICE)
+    assert without_notice(f"{compiling.NOTICE}\nbeggar: x\n") == "beggar: x\n"

@@ -61,7 +61,11 @@ def test_one_call_evaluates_and_prints_a_row_beside_the_published_ones(test_set,
     assert isinstance(report, protocol.Report) and report["forecaster"] == "my most cards"
     assert (report["protocol_version"], report["test_seed"], report["observation"]) == (2, protocol.TEST_SEED, "public")
     header, rule, row = str(report).splitlines()
-    assert header.startswith("| forecaster | accuracy (95% CI) | log loss (95% CI) | accuracy, cards 0-25")
+    assert header.startswith(
+        "| forecaster | accuracy (95% CI) | log loss (95% CI) | inference (open): accuracy (95% CI) | "
+        "inference (open): log loss (95% CI) | inference (open): gap closed"
+    )
+    assert "| simulation (determined): accuracy (95% CI) |" in header
     figure = report["slices"]["all"]["accuracy"]
     assert row.startswith(
         f"| my most cards | {figure['value']:.3f} ({figure['ci95'][0]:.3f}-{figure['ci95'][1]:.3f}) |"
@@ -254,7 +258,7 @@ def test_a_report_file_is_checked_whole_in_one_line(test_set, tmp_path):
     assert protocol.Report.load(path)["forecaster"] == "my most cards"
     saved = json.loads(open(path).read())
     for mutate, words in (
-        (lambda r: r.update(n_players=2.0), "$.n_players: must be a whole number"),
+        (lambda r: r.update(n_players=2.0), "$.n_players: 2.0 is not of type 'integer'"),
         (lambda r: r["slices"]["all"]["accuracy"].update(value=-5), "$.slices.all.accuracy.value"),
         (lambda r: r["by_cards"].update(brier=[0.1]), "$.by_cards.brier"),
         (lambda r: r.update(forecaster="a\nb"), "$.forecaster"),

@@ -1,5 +1,5 @@
-"""Ctrl-C and SIGTERM while numba loads or compiles (``beggar_env.jit.SignalGuard``, the
-``beggar`` command's handling), and the one compile notice (``beggar_env.jit.notice``).
+"""Ctrl-C and SIGTERM while numba loads or compiles (``beggar_env.compiling.SignalGuard``, the
+``beggar`` command's handling), and the one compile notice (``beggar_env.compiling.notice``).
 
 Signals are sent by the process to itself from inside numba's work (its calls into LLVM,
 llvmlite's callbacks, its compiler passes), not at a random moment, so that every run
@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 import beggar_env
-from beggar_env import jit
+from beggar_env import compiling
 
 STOPS_WITHIN = 5.0  # seconds from the signal to the exit: a fraction of that on a quiet machine
 
@@ -48,7 +48,7 @@ def test_the_guard_holds_a_signal_back_where_unsafe_and_raises_it_at_the_next_sa
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, stop)
     state = SimpleNamespace(llvm=False, compiler=True)
-    guard = jit.SignalGuard(lambda: state.llvm, lambda: state.compiler)
+    guard = compiling.SignalGuard(lambda: state.llvm, lambda: state.compiler)
     guard.on_start(None)  # numba asks for its compiler lock: the guard stands in for both handlers
     assert signal.getsignal(signal.SIGINT) == guard.receive == signal.getsignal(signal.SIGTERM)
     state.llvm = True
@@ -76,7 +76,7 @@ def test_the_guard_holds_a_signal_back_inside_numbas_unsafe_steps_and_leaves_oth
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a Python handler: left alone
     in_compiler = [True]
-    guard = jit.SignalGuard(lambda: False, lambda: in_compiler[0], frozenset([loading.__code__]))
+    guard = compiling.SignalGuard(lambda: False, lambda: in_compiler[0], frozenset([loading.__code__]))
     guard.on_start(None)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and list(guard.saved) == [signal.SIGINT]
     assert loading(guard) == [signal.SIGINT]
@@ -89,7 +89,7 @@ def test_the_guard_holds_a_signal_back_inside_numbas_unsafe_steps_and_leaves_oth
 def test_a_stale_guard_raises_at_once_and_steps_aside(handlers):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     state = SimpleNamespace(compiler=True)
-    guard = jit.SignalGuard(lambda: False, lambda: state.compiler)
+    guard = compiling.SignalGuard(lambda: False, lambda: state.compiler)
     guard.on_start(None)
     state.compiler = False  # numba's lock was never taken (its acquire was interrupted): no end event comes
     with pytest.raises(KeyboardInterrupt):
@@ -100,8 +100,10 @@ def test_a_stale_guard_raises_at_once_and_steps_aside(handlers):
 def test_the_package_installs_one_guard_on_numbas_compiler_lock():
     from numba.core import event
 
-    assert event._registered["numba:compiler_lock"].count(jit.signal_guard) == 1  # noqa: SLF001
-    assert jit.signal_guard.in_llvm() is False and jit.signal_guard.unsafe_code  # llvmlite's and numba's hooks found
+    assert event._registered["numba:compiler_lock"].count(compiling.signal_guard) == 1  # noqa: SLF001
+    assert (
+        compiling.signal_guard.in_llvm() is False and compiling.signal_guard.unsafe_code
+    )  # llvmlite's and numba's hooks found
 
 
 # ----------------------------------------------- numba's functions, interrupted inside
@@ -367,9 +369,9 @@ class Clock:
 
 
 def test_the_notice_is_shown_once_when_the_packages_code_compiles_long_enough(capsys, monkeypatch):
-    monkeypatch.delenv(jit.QUIET, raising=False)
+    monkeypatch.delenv(compiling.QUIET, raising=False)
     clock = Clock()
-    notice = jit.CompileNotice(words="compiling", after=1.0, now=clock)
+    notice = compiling.CompileNotice(words="compiling", after=1.0, now=clock)
     notice.on_start(event("user_code"))  # not ours: no notice however long
     clock.now += 5
     notice.on_end(event("user_code"))
@@ -393,17 +395,17 @@ def test_the_notice_is_shown_once_when_the_packages_code_compiles_long_enough(ca
 
 
 def test_the_notice_is_silenced_by_beggar_env_quiet(capsys, monkeypatch):
-    monkeypatch.setenv(jit.QUIET, "1")
-    notice = jit.CompileNotice(words="compiling", after=0.0)
+    monkeypatch.setenv(compiling.QUIET, "1")
+    notice = compiling.CompileNotice(words="compiling", after=0.0)
     assert not notice.show() and capsys.readouterr().err == ""
-    monkeypatch.setenv(jit.QUIET, "0")
+    monkeypatch.setenv(compiling.QUIET, "0")
     assert notice.show() and not notice.show() and capsys.readouterr().err == "compiling\n"
 
 
 def test_a_slow_first_call_shows_the_notice_only_if_numba_works_that_long(capsys, monkeypatch):
-    monkeypatch.delenv(jit.QUIET, raising=False)
+    monkeypatch.delenv(compiling.QUIET, raising=False)
     clock = Clock()
-    notice = jit.CompileNotice(words="preparing", after=1.0, now=clock)
+    notice = compiling.CompileNotice(words="preparing", after=1.0, now=clock)
     with notice.slow():
         clock.now += 5  # slow, but not numba: a long run after a quick load
         time.sleep(0.15)
@@ -419,12 +421,12 @@ def test_a_slow_first_call_shows_the_notice_only_if_numba_works_that_long(capsys
 def test_the_command_puts_its_words_to_the_notice_and_none_for_warmup():
     from beggar_env.cli import options
 
-    before = jit.notice.words
+    before = compiling.notice.words
     with options.notice_for("simulate"):
-        assert jit.notice.words.startswith(options.COMPILE_NOTICE)
+        assert compiling.notice.words.startswith(options.COMPILE_NOTICE)
     with options.notice_for("warmup"):
-        assert jit.notice.words is None
-    assert jit.notice.words == before == jit.NOTICE
+        assert compiling.notice.words is None
+    assert compiling.notice.words == before == compiling.NOTICE
 
 
 ENV_STEP = """
@@ -440,18 +442,18 @@ env.step(0)
 @pytest.mark.slow
 def test_a_cold_gym_make_says_once_that_it_compiles_and_a_warm_one_says_nothing(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    env.pop(jit.QUIET, None)
+    env.pop(compiling.QUIET, None)
     runs = [
         subprocess.run([sys.executable, "-c", ENV_STEP], capture_output=True, text=True, timeout=900, env=env)
         for _ in range(2)
     ]
     assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
-    assert runs[0].stderr == jit.NOTICE + "\n"
+    assert runs[0].stderr == compiling.NOTICE + "\n"
     assert runs[1].stderr == ""
 
 
 def test_the_notice_thread_does_not_outlive_its_block():
-    notice = jit.CompileNotice(words=None, after=10.0)
+    notice = compiling.CompileNotice(words=None, after=10.0)
     before = threading.active_count()
     with notice.slow():
         pass

@@ -17,7 +17,7 @@ raise the ``KeyboardInterrupt`` or ``Terminated`` of a signal, but only print it
 again at the next place that can (:func:`_raise_again`); where it could be lost without a
 word (a C extension's initialisation), it is held back until the commands are imported
 (:func:`_held_back`); numba holds signals back itself while it loads or compiles
-(:class:`beggar_env.jit.SignalGuard`).
+(:class:`beggar_env.compiling.SignalGuard`).
 """
 
 import _thread

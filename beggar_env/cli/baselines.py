@@ -133,19 +133,22 @@ def _redraw(baselines, out, reports, given_out):
     except ValueError as error:
         raise UsageError(f"beggar baselines --redraw: {error}") from None
     if reports:
-        print(f"{len(reports)} rows added to {path}; tables.md and {len(written)} pictures written again")
+        print(f"{len(reports)} row{'s' if len(reports) > 1 else ''} added to {path}; tables.md and {len(written)} pictures written again")
     else:
         print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
 
 
 def print_rows(rows):
+    """One line per forecaster: all positions, then each track (open: inference; determined:
+    simulation) with the log-loss gap it closes between the seat prior and Bayes."""
     print(
-        f"{'forecaster':<34} {'acc':>6} {'logloss':>8} {'brier':>6} {'ece':>6} {'acc<26':>7} {'acc104+':>8} "
-        f"{'acc open':>8} {'gap':>5} {'fcst/s':>10}"
+        f"{'forecaster':<34} {'acc':>6} {'logloss':>8} {'brier':>6} {'ece':>6} {'gap':>6} | {'open: acc':>9} "
+        f"{'logloss':>8} {'gap':>6} | {'determined: acc':>15} {'logloss':>8} {'gap':>6} | {'fcst/s':>10}"
     )
     for r in rows:
         print(
             f"{r['forecaster'][:34]:<34} {r['accuracy']:6.3f} {r['log loss all']:8.3f} {r['brier']:6.3f} "
-            f"{r['ece']:6.3f} {r['accuracy cards 0-25']:7.3f} {r['accuracy cards 104-207']:8.3f} "
-            f"{r['accuracy open']:8.3f} {r['gap closed']:5.2f} {r['forecasts/s']:10,.0f}"
+            f"{r['ece']:6.3f} {r['gap closed'] + 0.0:6.2f} | {r['accuracy open']:9.3f} {r['log loss open']:8.3f} "
+            f"{r['gap closed open'] + 0.0:6.2f} | {r['accuracy determined']:15.3f} {r['log loss determined']:8.3f} "
+            f"{r['gap closed determined'] + 0.0:6.2f} | {r['forecasts/s']:10,.0f}"
         )

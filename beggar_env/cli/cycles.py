@@ -28,7 +28,7 @@ def add_parser(commands):
     )
     modes = c.add_subparsers(dest="mode", metavar="MODE", parser_class=options.Parser)
     modes.required = True
-    deck_help = "the deck, in compact symbols (default: the standard 52 cards; may start with -)"
+    deck_help = "in compact symbols (default: the standard 52 cards; may start with -)"
     n = modes.add_parser(
         "census",
         help="name every cycle that many positions reach",
@@ -40,7 +40,7 @@ def add_parser(commands):
     n.add_argument(
         "--source", choices=SOURCES, default="random", help="random positions, or every deal of --deck (default random)"
     )
-    n.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help=deck_help)
+    n.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help=f"the deck, {deck_help}")
     n.add_argument(
         "--positions",
         type=options.whole_number(1),
@@ -99,7 +99,7 @@ def add_parser(commands):
         help="insert: a card put in, up to --deck; pairs: two cards; move: a card moved; delete: a card taken out "
         "(default insert)",
     )
-    g.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help=f"the deck to grow to: {deck_help[10:]}")
+    g.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help=f"the deck to grow to, {deck_help}")
     g.add_argument(
         "--beam", type=options.whole_number(1), default=400, metavar="B", help="cycles kept a level (default 400)"
     )
@@ -203,7 +203,11 @@ def _census(args):
         f"ended: {result.ended:,} ({result.ended / max(result.games, 1):.4%}); longest {result.longest_cards} "
         f"cards, {result.longest_tricks} tricks (position {result.longest_index})"
     )
-    print(f"distinct cycles: {len(result.cycles)}" + (f" ({periods})" if periods else ""))
+    by_positions = sum(census.seatings(key) for key in result.cycles)  # a key names its seat-turned copies too
+    print(
+        f"distinct cycles: {len(result.cycles)} by key ({by_positions} by set of positions)"
+        + (f"; by period: {periods}" if periods else "")
+    )
     for cycle in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key)):
         print(f"  {cycle.key}  period {cycle.cards} cards, {cycle.tricks} tricks; reached by {cycle.reached:,}")
     options.ray_note(args)

@@ -147,24 +147,24 @@ def seed(args):
 
 @contextmanager
 def notice_for(command):
-    """The package's compile notice (:data:`beggar_env.jit.notice`) in the command's words
+    """The package's compile notice (:data:`beggar_env.compiling.notice`) in the command's words
     while it runs; none for ``warmup``, which reports each part itself."""
-    from .. import jit
+    from .. import compiling
 
-    words, jit.notice.words = jit.notice.words, None if command == "warmup" else COMPILE_NOTICE_WORDS
+    words, compiling.notice.words = compiling.notice.words, None if command == "warmup" else COMPILE_NOTICE_WORDS
     try:
         yield
     finally:
-        jit.notice.words = words
+        compiling.notice.words = words
 
 
 def compiling_notice(first_call):
     """Run ``first_call()`` (it compiles the engine on a first run, or loads it from the
     cache); if numba takes more than a second of it, say so on stderr (once per process:
     the package's own notice, which a slow compilation shows anyway)."""
-    from .. import jit
+    from .. import compiling
 
-    with jit.notice.slow():
+    with compiling.notice.slow():
         return first_call()
 
 

@@ -6,7 +6,8 @@ hand, then the next seat's, ..., as compact notation joined by ``/``: the positi
 with the leader in seat 0), and the least of these in the order of the card classes,
 the separator last (``-`` < ``J`` < ``Q`` < ``K`` < ``A`` < ``/``). So one key names a
 cycle whichever position of it a game enters, and a cycle and its copy with the seats
-turned have one key. Its period is counted in cards and in tricks.
+turned have one key (:func:`seatings`: how many cycles, as sets of absolute positions, a
+key names). Its period is counted in cards and in tricks.
 
 Positions come from one of two sources, ``random`` (any split of a shuffled deck) and
 ``every`` (every deal of a deck), each counted by an index (:mod:`~beggar_env.cycles.positions`).
@@ -31,7 +32,7 @@ from .. import __version__, checks, core, deals, gpu
 from ..core import Outcome
 from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
-from . import positions, records
+from . import backward, positions, records
 
 SOURCES = ("random", "every")
 BACKENDS = ("local", "ray", "cuda")
@@ -272,8 +273,7 @@ def census(
     if backend == "ray":
         require_ray()
     elif backend == "cuda":
-        if threads is not None:
-            raise ValueError("threads is for the local backend: the CUDA backend plays one position a GPU thread")
+        gpu.check_options(threads, True, core.NO_LIMIT, core.NO_LIMIT)  # a census detects cycles: never endless
         gpu.require_cuda()
     run = dict(threads=threads, backend=backend, address=address, progress=progress, partial=partial)
     if out is None:
@@ -465,3 +465,42 @@ def cycle_of(deal) -> Cycle | None:
     if _deal_cycle(deal.classes(), sizes, work, results, key, np.empty_like(key)) != Outcome.CYCLE:
         return None
     return Cycle(key_text(key), int(results["cycle_cards"][0]), int(results["cycle_tricks"][0]), 1)
+
+
+def seatings(key) -> int:
+    """How many cycles, as sets of absolute positions (the hands in seat order and the
+    leader's seat), one key names: 1 to the number of players. The key's position, its
+    leader in seat 0, is played by the engine round its cycle; the cycle's positions with
+    the seats turned by 1, 2, ... are cycles too, with the same key, and each is counted
+    once (a turn that maps the cycle's positions onto themselves gives no other cycle).
+    ``key``: a cycle's key, or any position on a cycle written from its leader's seat on;
+    ``ValueError`` when its game ends or its position is not on the cycle it reaches."""
+    cards, sizes, leader = backward.position_arrays(key, 0)
+    n_players, n_cards = len(sizes), len(cards)
+    state = backward.new_scratch_state(n_players, n_cards)
+    start = position = _absolute(cards, sizes, leader)
+    cycle = set()
+    while position not in cycle:
+        if sizes.max() == n_cards:
+            raise ValueError(f"{key}: its game ends, so it names no cycle")
+        cycle.add(position)
+        after_cards, after_sizes = np.empty_like(cards), np.empty_like(sizes)
+        leader = backward.trick_after(state, cards, sizes, leader, after_cards, after_sizes)
+        cards, sizes = after_cards, after_sizes
+        position = _absolute(cards, sizes, leader)
+    if position != start:
+        raise ValueError(f"{key}: its position is not on the cycle its game reaches")
+    return len({frozenset(_turned(p, turn) for p in cycle) for turn in range(n_players)})
+
+
+def _absolute(cards, sizes, leader):
+    """A position as the hands in seat order (bytes each) and the leader's seat."""
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    return tuple(cards[bounds[p] : bounds[p + 1]].tobytes() for p in range(len(sizes))), int(leader)
+
+
+def _turned(position, turn):
+    """The position with every hand, and the lead, moved ``turn`` seats on."""
+    hands, leader = position
+    n_players = len(hands)
+    return tuple(hands[(p - turn) % n_players] for p in range(n_players)), (leader + turn) % n_players

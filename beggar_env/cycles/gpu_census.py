@@ -15,6 +15,13 @@ so a long game does not hold the others back. Launches are bounded (Ctrl-C and p
 between them), so the compiled code never sees an index past int64
 (:func:`positions.blocks`).
 
+What it does not do (yet), against the fastest public kernels of this kind (N1k06's
+cudacamicia): it unranks with the CPU's own ``arrangement`` (a multinomial computed as it
+goes, not a table in constant memory) and plays core's state records in local memory, not
+hands packed in registers; it takes positions from a block's counter in shared memory, not
+a persistent kernel's global one. Simpler, the same code as the CPU's, and unmeasured: no
+GPU was lent to this project.
+
 Imported only once :func:`beggar_env.gpu.require_cuda` found numba-cuda and a GPU (or the
 simulator): importing ``numba.cuda`` needs them.
 """

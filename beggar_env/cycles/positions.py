@@ -18,7 +18,7 @@ import numpy as np
 from numba import prange
 
 from .. import checks, core
-from ..deals import count_deals, deck_counts
+from ..deals import count_deals, deck_counts, next_card
 from ..jit import jit
 
 
@@ -37,14 +37,9 @@ def blocks(counts, first, n):
     left = np.array(counts, np.int64)
     prefix, index, ways = [], first, count_deals(left)
     while ways * int(left.sum()) > checks.MAX_COUNT:  # too many for int64: fix the top card
-        for c in range(core.N_CLASSES):
-            with_c = ways * int(left[c]) // int(left.sum())
-            if index < with_c:
-                prefix.append(c)
-                left[c] -= 1
-                ways = with_c
-                break
-            index -= with_c
+        c, index, ways = next_card(left, index, ways, int(left.sum()), range(core.N_CLASSES))
+        prefix.append(c)
+        left[c] -= 1
     m = min(n, ways - index)
     yield np.array(prefix, np.int8), left, index, m
     if m < n:

@@ -46,8 +46,6 @@ CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census
         *CENSUS_SETTINGS,
         "seed",
         "seconds",
-        "done",
-        "complete",
         "games",
         "ended",
         "longest",
@@ -91,8 +89,13 @@ CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census
 
 def read_census(path) -> dict:
     """The census record in ``path`` (``census.Census.record``), checked: ``ValueError``
-    naming the file and what is wrong."""
+    naming the file and what is wrong. A file written before censuses could be continued
+    has no ``done`` nor ``complete``: it is complete."""
     record = files.read_json(path, CENSUS_SCHEMA)
+    if "done" not in record and "complete" not in record:
+        record.update(done=None, complete=True)
+    elif "done" not in record or "complete" not in record:
+        raise ValueError(f"{os.fspath(path)}: a census file has both done and complete, or neither")
     where = os.fspath(path)
     if record["complete"] != (record["done"] is None):
         raise ValueError(f"{where}: complete is {record['complete']} but done is {record['done']}")

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import platform
+import textwrap
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -46,7 +47,7 @@ FULL = Protocol(
     ev.PUBLISHED_GAMES, 20_000, 8, 10**6, 10**6, 256, 1000, trees=200, epochs=40, bayes_sweep=(16, 64, 1024)
 )
 QUICK = Protocol(150, 1500, 8, 10**5, 10**5, 32, 200, trees=50, epochs=20, bayes_sweep=(8,))
-TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
+TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open", "determined")
 
 
 _NUMBER = {"type": "number"}  # NaN too: the gap closed between two rows of equal figures
@@ -63,11 +64,8 @@ def _interval(value=_NUMBER):
     return {"type": "array", "items": value, "minItems": 2, "maxItems": 2}
 
 
-_ROW = {  # a row of the tables: a report (protocol.REPORT_SCHEMA) with the gap it closes
-    "allOf": [
-        ev.REPORT_SCHEMA,
-        _object(gap_closed=_object(**{name: _object(accuracy=_NUMBER, log_loss=_NUMBER) for name in ("all", "open")})),
-    ]
+_ROW = {  # a row of the tables: a report (protocol.REPORT_SCHEMA) with its reference: the gap it closes
+    "allOf": [ev.REPORT_SCHEMA, _object(reference=ev.REFERENCE_SCHEMA)]
 }
 _DIFFERENCE = _object(difference=_NUMBER, ci95=_interval())
 _BLOCK = _object(  # one player count's results
@@ -91,7 +89,10 @@ _BLOCK["properties"]["paired"] = {  # optional, as the tables read them
     "items": _object(
         this={"type": "string"},
         next={"type": "string"},
-        **{name: _object(accuracy=_DIFFERENCE, log_loss=_DIFFERENCE) for name in ("all", "open")},
+        **{
+            name: {"anyOf": [_object(accuracy=_DIFFERENCE, log_loss=_DIFFERENCE), {"const": {}}]}  # {}: no position
+            for name in ev.GAP_SLICES
+        },
     ),
 }
 _BLOCK["properties"]["bayes_sweep"] = {
@@ -192,7 +193,7 @@ def run_players(
         chosen.append(sequence_row(n_players, protocol, seed))
     for forecaster in chosen:
         reports.append(_evaluate(forecaster, train, test, protocol, stage))
-    _add_gaps(reports, reports)
+    _add_gaps(reports, reports, protocol.bootstrap)
     sweep = []
     if n_players == first_players:
         for k in protocol.bayes_sweep:
@@ -253,11 +254,11 @@ def _determined_probability(k, n_players):
 
 def _paired(worse, better):
     """The next row against this one, on the same positions (differences: next - this)."""
-    difference = ev.compare(better, worse)
+    difference = ev.compare(better, worse, slices=ev.GAP_SLICES)
     return {
         "this": worse["forecaster"],
         "next": better["forecaster"],
-        **{name: difference[name] for name in ("all", "open") if name in difference},
+        **{name: difference[name] for name in ev.GAP_SLICES},
     }
 
 
@@ -282,12 +283,38 @@ def _sweep_rows(reports, test):
     return rows
 
 
-def _add_gaps(reports, among):
-    """Each report's fraction of the gap between the seat prior and Bayes it closes."""
+def _add_gaps(reports, among, bootstrap=1000):
+    """Each report's reference against the study's seat prior and Bayes rows: the gap it
+    closes and its paired difference to Bayes, on all positions and each track
+    (``protocol.reference_figures``, with intervals, for a report with its per-position
+    scores). A report read from a file has none: the figures are computed from its slices
+    (``protocol.reference_values``), and its own intervals are kept where its reference is
+    the same (the same rows, the same figures: an ``evaluate`` of the published test set
+    against the published study); else it has none."""
     prior = next(r for r in among if r["forecaster"] == "seat prior")
     bayes = next(r for r in among if r["forecaster"].startswith("Bayes"))
     for result in reports:
-        result["gap_closed"] = {s: ev.gap_closed(result, prior, bayes, s) for s in ("all", "open")}
+        if getattr(result, "scores", None) is not None and prior.scores is not None and bayes.scores is not None:
+            result["reference"] = ev.reference_figures(result, prior, bayes, bootstrap=bootstrap)
+            continue
+        figures = ev.reference_values(result, prior, bayes)
+        if not _same_reference(result.get("reference"), figures):
+            result["reference"] = figures
+
+
+def _same_reference(theirs, ours, tolerance=1e-9):
+    """Whether a report's own reference is the study's: the same rows and figures."""
+    if not theirs or (theirs["prior"], theirs["bayes"]) != (ours["prior"], ours["bayes"]):
+        return False
+    for part, key in (("gap_closed", "value"), ("versus_bayes", "difference")):
+        for name, metrics in ours[part].items():
+            if set(theirs[part].get(name, {})) != set(metrics):
+                return False
+            for metric, figure in metrics.items():
+                a, b = theirs[part][name][metric][key], figure[key]
+                if (a is None) != (b is None) or (a is not None and abs(a - b) > tolerance * max(1.0, abs(b))):
+                    return False
+    return True
 
 
 def run(
@@ -337,7 +364,7 @@ def read_report(path, protocol, players):
             f"games, not of this protocol's test set ({protocol.test_games} games of "
             f"{' or '.join(map(str, players))} players)"
         )
-    ev.check_report(report, os.fspath(path))
+    report = ev.check_report(report, os.fspath(path))  # a report of layout 1 upgraded
     name = report["forecaster"]
     if name.casefold() in study_names(report["n_players"], protocol) or name.casefold().startswith(
         "bayes (monte carlo"
@@ -374,7 +401,8 @@ def _same_positions(path, report, block):
     study = block["reports"][0]["slices"]
     for name, figures in study.items():
         theirs = report["slices"].get(name, {})
-        if (theirs.get("positions"), theirs.get("games")) != (figures["positions"], figures["games"]):
+        games = figures["games"] if not theirs.get("derived") else None  # a derived slice's games are not known
+        if (theirs.get("positions"), theirs.get("games")) != (figures["positions"], games):
             raise ValueError(
                 f"{path}: $.slices[{name!r}]: {theirs.get('positions')} positions of {theirs.get('games')} games, "
                 f"where the study's {report['n_players']}-player test set has {figures['positions']} of "
@@ -429,6 +457,13 @@ def check_results(results, where):
     """``ValueError`` naming ``where`` unless ``results`` (as results.json holds them) is what
     the tables and pictures can draw: :data:`RESULTS_SCHEMA`, and every row of a player
     count a report of that player count."""
+    blocks = results.get("players") if isinstance(results, dict) else None
+    rows = [row for block in (blocks or {}).values() if isinstance(block, dict) for row in block.get("reports", [])]
+    if any(isinstance(row, dict) and "format_version" not in row for row in rows if isinstance(rows, list)):
+        raise ValueError(
+            f"{where}: a study written before the two tracks (its rows have no format_version): run the study "
+            "again (beggar baselines --out DIR)"
+        )
     files.check_schema(results, RESULTS_SCHEMA, where)
     for n, block in results["players"].items():
         for i, row in enumerate(block["reports"]):
@@ -484,13 +519,20 @@ def table_rows(block):
         row["brier"] = _value(report, "all", "brier")
         row["ece"] = report["slices"]["all"]["ece"]
         row["classwise ece"] = report["calibration"]["classwise_ece"]
-        row["gap closed"] = report["gap_closed"]["all"]["log_loss"]
-        row["gap closed, accuracy"] = report["gap_closed"]["all"]["accuracy"]
-        row["gap closed open"] = report["gap_closed"]["open"]["log_loss"]
-        row["gap closed open, accuracy"] = report["gap_closed"]["open"]["accuracy"]
+        for slice_name in ev.GAP_SLICES:
+            where = "" if slice_name == "all" else f" {slice_name}"
+            gaps = report["reference"]["gap_closed"][slice_name]
+            row[f"gap closed{where}"] = _gap(gaps, "log_loss")
+            row[f"gap closed{where}, accuracy"] = _gap(gaps, "accuracy")
         row["forecasts/s"] = report["forecasts_per_s"]
         rows.append(row)
     return rows
+
+
+def _gap(gaps, metric):
+    """A gap closed's value; NaN where undefined (no position, or the prior and Bayes score the same)."""
+    value = gaps.get(metric, {}).get("value")
+    return float("nan") if value is None else value
 
 
 def _markdown(header, rows):
@@ -501,6 +543,8 @@ def _markdown(header, rows):
 
 
 def _with_interval(figure):
+    if figure["ci95"] is None:  # derived from an older report: no interval
+        return f"{figure['value']:.3f} (n/a)"
     low, high = figure["ci95"]
     return f"{figure['value']:.3f} ({low:.3f}-{high:.3f})"
 
@@ -508,7 +552,8 @@ def _with_interval(figure):
 def markdown_table(block):
     header = ["forecaster", "accuracy (95% CI)", "log loss (95% CI)", "Brier", "ECE", "class-wise ECE"]
     header += [f"acc. / log loss, {s}" for s in TABLE_SLICES[1:]]
-    header += ["gap closed, acc. / log loss", "gap closed open, acc. / log loss", "forecasts/s"]
+    header += [f"gap closed{'' if s == 'all' else ', ' + s}, acc. / log loss" for s in ev.GAP_SLICES]
+    header.append("forecasts/s")
     rows = []
     for report, row in zip(block["reports"], table_rows(block)):
         figures = report["slices"]["all"]
@@ -521,8 +566,10 @@ def markdown_table(block):
                 f"{row['ece']:.3f}",
                 f"{row['classwise ece']:.3f}",
                 *(f"{row[f'accuracy {s}']:.3f} / {row[f'log loss {s}']:.3f}" for s in TABLE_SLICES[1:]),
-                f"{row['gap closed, accuracy']:.2f} / {row['gap closed']:.2f}",
-                f"{row['gap closed open, accuracy']:.2f} / {row['gap closed open']:.2f}",
+                *(
+                    f"{row[f'gap closed{w}, accuracy'] + 0.0:.2f} / {row[f'gap closed{w}'] + 0.0:.2f}"
+                    for w in ("", " open", " determined")
+                ),
                 f"{row['forecasts/s']:,.0f}",
             ]
         )
@@ -531,8 +578,9 @@ def markdown_table(block):
 
 def slices_table(block, metric="accuracy"):
     """``metric`` of every forecaster on every slice of the protocol (position-weighted,
-    with its 95% interval over resampled games), and over all positions game-weighted
-    (each game counts once)."""
+    with its 95% interval over resampled games; "n/a" where a row's figure was derived
+    from an older report, without one), and over all positions game-weighted (each game
+    counts once)."""
     names = list(block["reports"][0]["slices"])
     rows = [
         [
@@ -545,6 +593,72 @@ def slices_table(block, metric="accuracy"):
     return _markdown(["forecaster", *names, "all, game-weighted"], rows)
 
 
+def tracks_table(block):
+    """Each forecaster on the two tracks: accuracy and log loss with their 95% intervals,
+    the gap closed between the seat prior and Bayes, and the paired difference to Bayes
+    (this row - Bayes, on the same positions, over the same resampled games), from each
+    row's reference; "n/a" where no interval could be had (a row derived from an older
+    report, or added from a report made against another reference)."""
+    header = ["forecaster"]
+    for track, name in ev.TRACKS:
+        where = f"{track} ({name})"
+        header += [
+            f"{where}: accuracy (95% CI)",
+            f"{where}: log loss (95% CI)",
+            f"{where}: gap closed, accuracy",
+            f"{where}: gap closed, log loss",
+            f"{where}: log loss - Bayes",
+        ]
+    rows = []
+    for report in block["reports"]:
+        cells = [report["forecaster"]]
+        reference = report["reference"]
+        for _, name in ev.TRACKS:
+            figures = report["slices"][name]
+            if "accuracy" not in figures:
+                cells += ["-"] * 5
+                continue
+            cells += [_with_interval(figures["accuracy"]), _with_interval(figures["log_loss"])]
+            gaps = reference["gap_closed"][name]
+            cells += [_signed(gaps[m], "value", "{:.2f}") for m in ("accuracy", "log_loss")]
+            cells.append(_signed(reference["versus_bayes"][name]["log_loss"], "difference", "{:+.3f}"))
+        rows.append(cells)
+    return _markdown(header, rows)
+
+
+def _signed(figure, key, form):
+    """A figure (``key``: its value) with its interval, ``0.40 (0.36 to 0.44)``; "-" if undefined."""
+    if figure[key] is None:
+        return "-"
+    value = figure[key] + 0.0  # -0.0 (a row against itself) shows as 0
+    if figure["ci95"] is None:
+        return f"{form.format(value)} (n/a)"
+    low, high = (end + 0.0 for end in figure["ci95"])
+    return f"{form.format(value)} ({form.format(low)} to {form.format(high)})"
+
+
+def horizon_table(block, unit="tricks"):
+    """Accuracy / log loss of every forecaster in each bin of the horizon, the ``unit``
+    (tricks or cards) still to be played, with the bins' positions; "-" for a row without
+    a horizon (derived from an older report)."""
+    curves = [report["by_horizon"][unit] for report in block["reports"] if report["by_horizon"]]
+    if not curves:
+        return "(no row has the metrics by horizon)"
+    names, positions = curves[0]["bins"], curves[0]["positions"]
+    header = ["forecaster", *(f"{name} ({count:,} positions)" for name, count in zip(names, positions))]
+    rows = []
+    for report in block["reports"]:
+        curve = report["by_horizon"][unit] if report["by_horizon"] else None
+        if curve is None:
+            rows.append([report["forecaster"], *(["-"] * len(names))])
+            continue
+        cells = [
+            "-" if acc is None else f"{acc:.3f} / {loss:.3f}" for acc, loss in zip(curve["accuracy"], curve["log_loss"])
+        ]
+        rows.append([report["forecaster"], *cells])
+    return _markdown(header, rows)
+
+
 def paired_table(block):
     """Each row of the table against the one above it, on the same positions: the
     difference (next - this) of accuracy and log loss, with its 95% interval over the
@@ -552,13 +666,13 @@ def paired_table(block):
     rows = []
     for pair in block.get("paired", []):
         cells = [f"{pair['next']} - {pair['this']}"]
-        for name in ("all", "open"):
+        for name in ev.GAP_SLICES:
             for metric in ("accuracy", "log_loss"):
-                figure = pair[name][metric]
-                low, high = figure["ci95"]
-                cells.append(f"{figure['difference']:+.3f} ({low:+.3f} to {high:+.3f})")
+                figure = pair[name].get(metric)
+                cells.append("-" if figure is None else _signed(figure, "difference", "{:+.3f}"))
         rows.append(cells)
     header = ["difference", "accuracy", "log loss", "accuracy, open", "log loss, open"]
+    header += ["accuracy, determined", "log loss, determined"]
     return _markdown(header, rows)
 
 
@@ -705,14 +819,25 @@ def tables_text(results) -> str:
     for n, block in results["players"].items():
         parts += [
             f"\n## {n} players\n",
-            f"{block['positions']:,} test positions ({block['open_positions']:,} open) of "
+            f"{block['positions']:,} test positions ({block['open_positions']:,} open, the inference track; "
+            f"{block['positions'] - block['open_positions']:,} determined, the simulation track) of "
             f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples; at "
             f"{block['open_unanimous']:.1%} of the open positions every one of the Bayes forecaster's rollouts "
             "gave the same outcome. The columns of `print(report)` (`beggar_env.forecasting.evaluate`), with "
-            "95% intervals over resampled games:\n",
+            "95% intervals over resampled games (the gap closed between the seat prior and Bayes, over the same"
+            " resampled games; n/a: not available, see results.md):\n",
             headline_table(block),
             "\nMore figures: Brier, calibration, the gap closed between the seat prior and Bayes:\n",
             markdown_table(block),
+            "\nThe two tracks, each row against the seat prior and Bayes on the same positions: the gap closed "
+            "and the paired difference to Bayes of the log loss (this row - Bayes), with 95% intervals over the "
+            "same resampled games:\n",
+            tracks_table(block),
+            "\nAccuracy / log loss by horizon, the tricks still to be played (the one being played for included),"
+            " position-weighted:\n",
+            horizon_table(block, "tricks"),
+            "\nAccuracy / log loss by the cards still to be played (the next one included):\n",
+            horizon_table(block, "cards"),
             "\nEvery slice (cards played so far; progress quartile, cards so far / the game's length; open"
             " positions), position-weighted with its 95% interval, and all positions game-weighted. Accuracy:\n",
             slices_table(block, "accuracy"),
@@ -778,6 +903,7 @@ def draw(results, out):
         ax.legend(fontsize=6)
         written[out / f"reliability_{n}p.png"] = _png(fig)
         written[out / f"reliability_by_outcome_{n}p.png"] = _draw_outcomes(plt, colors, n, block)
+        written[out / f"horizon_{n}p.png"] = _draw_horizon(plt, colors, n, block)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for n, block in results["players"].items():
         counts = np.asarray(block["game_statistics"]["histogram_cards"], float)
@@ -814,14 +940,65 @@ def _draw_outcomes(plt, colors, n, block):
     return _png(fig, rect=(0, 0, 0.84, 1))
 
 
+def _draw_horizon(plt, colors, n, block):
+    """Accuracy and log loss against the tricks still to be played (bins of powers of 2)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    above, missing, names = [], [], None
+    for report, color in zip(block["reports"], colors):
+        name = report["forecaster"]
+        if not report["by_horizon"]:
+            missing.append(name)
+            continue
+        curve = report["by_horizon"]["tricks"]
+        names = curve["bins"]
+        for ax, metric in zip(axes, ("accuracy", "log_loss")):
+            values = [np.nan if v is None else v for v in curve[metric]]
+            ax.plot(np.arange(len(values)), values, marker="o", ms=3, label=name, **_style(name, color))
+        losses = [v for v in curve["log_loss"] if v is not None]
+        if losses and max(losses) > LOG_LOSS_SHOWN:
+            above.append(f"{name} ({min(losses):.1f}-{max(losses):.1f})")
+    axes[1].set_ylim(0, LOG_LOSS_SHOWN)
+    if above:
+        axes[1].set_title("above the frame: " + ", ".join(above), fontsize=8)
+    bottom = 0
+    if missing:  # rows read from reports of the earlier layout: no horizon
+        note = "not drawn (their reports hold no horizon): " + "; ".join(missing)
+        fig.text(0.01, 0.01, textwrap.fill(note, 190), fontsize=7, va="bottom")
+        bottom = 0.04 * (1 + len(note) // 190)
+    for ax, metric in zip(axes, ("accuracy", "log loss")):
+        if names:
+            ax.set_xticks(np.arange(len(names)), names)
+        ax.set_xlabel("tricks still to be played (the one being played for included)")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    axes[0].invert_xaxis()  # time runs left to right: far from the end, then the end
+    axes[1].invert_xaxis()
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="center right")
+    fig.suptitle(f"{n} players: forecasts by horizon (test positions)")
+    return _png(fig, rect=(0, bottom, 0.80, 1))
+
+
+PNG_DPI = 100
+PNG_COLOURS = 128  # a palette of this many colours: line plots need few, and the files shrink threefold
+
+
 def _png(fig, rect=None):
-    """The figure as PNG bytes (closed)."""
+    """The figure as PNG bytes (closed): drawn at :data:`PNG_DPI`, then stored with a
+    palette of :data:`PNG_COLOURS` colours and Pillow's ``optimize`` (docs/ stays small)."""
     import matplotlib.pyplot as plt
+    from PIL import Image
 
     try:
         fig.tight_layout(rect=rect)
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=110)
-        return buffer.getvalue()
+        fig.savefig(buffer, format="png", dpi=PNG_DPI)
     finally:
         plt.close(fig)
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        small = image.convert("RGB").quantize(
+            colors=PNG_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+        )
+    packed = io.BytesIO()
+    small.save(packed, format="png", optimize=True)
+    return packed.getvalue()

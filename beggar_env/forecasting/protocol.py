@@ -10,13 +10,21 @@ the env (``docs/forecasting.md`` gives the reasons for each choice).
   quantile bins of confidence.
 * Slices: all positions; by cards played so far ([0, 26), [26, 52), [52, 104), [104, 208),
   [208, inf)); by progress quartile (cards so far / the game's length: for slicing only,
-  never a feature); and the open positions, where a card-counter still sees unseen cards
-  of two classes or more (elsewhere the table determines the outcome).
+  never a feature); the open positions, where a card-counter still sees unseen cards of
+  two classes or more, and the determined ones, the rest (there the counted view fixes
+  the outcome).
+* Two tracks (:data:`TRACKS`): the inference track, the open positions (what the unseen
+  cards are), and the simulation track, the determined ones (where the outcome is known to
+  whoever plays the game forward); each with its gap closed between the seat prior and the
+  Bayes forecaster (:func:`gap_intervals`) and its paired difference to Bayes.
+* The metrics by horizon: the tricks and the cards still to be played, in bins of powers of 2.
 * Position-weighted means (the primary figure, equal to the env's mean reward per step)
   and game-weighted means (each game's mean, averaged); 95% bootstrap intervals that
   resample whole games, for every slice; :func:`compare` gives the paired difference of
   two forecasters on the same positions with the same resampled games.
 * Calibration: the top label's reliability and ECE, and each outcome's (``calibration``).
+* A report's reference (:func:`reference`): the seat prior and the Bayes forecaster of the
+  published tables, evaluated on the same test positions (once per test set and process).
 
 :func:`evaluate` is the one call: any object with ``predict_proba`` (or a policy, a
 callable that acts in the vector env), and a player count, give a :class:`Report` of the
@@ -24,6 +32,7 @@ published protocol that prints as a row of the published tables and saves as a
 submission file (``beggar baselines --forecaster FILE`` adds it to the tables).
 """
 
+import copy
 import json
 import math
 import numbers
@@ -38,12 +47,27 @@ from ..task import LOG_FLOOR, Layout
 
 PROTOCOL_VERSION = 2  # changes whenever a figure could change (2: each forecaster reads only its level's fields)
 REPORT_FORMAT = "beggar-env forecast report"
+# The report's layout, within one protocol version: 2 adds the determined slice (the
+# simulation track), the reference (gap closed per track, the paired difference to Bayes)
+# and the metrics by horizon. A report of layout 1 (no "format_version") is still read: its
+# determined slice's position-weighted figures are derived exactly from all and open
+# (upgrade_report), its intervals, game-weighted figures and ECE cannot be (null), and it
+# has no horizon.
+FORMAT_VERSION = 2
 PUBLISHED_GAMES = 2000  # test games per player count of the published tables
 TEST_SEED = 0x7E57  # test deals: no training set may use this seed (evaluate checks it)
 PHASES = ((0, 26), (26, 52), (52, 104), (104, 208), (208, None))
 METRICS = ("accuracy", "log_loss", "brier")
 ECE_BINS = 10
 CARD_BIN, CARD_BINS = 10, 40  # the metrics by cards played: bins of 10 cards, the last one 390+
+# The metrics by horizon: the tricks (piles still to be taken, the one being played for
+# included) and the cards still to be played from a position to the game's end (or to its
+# first repeated position, where the engine stops a game that never ends; or to the agreed
+# limit), in bins of powers of 2: 1, 2-3, 4-7, ..., the last one open-ended.
+HORIZON_BINS = {"tricks": 7, "cards": 10}  # tricks: 1 .. 64+; cards: 1 .. 512+
+TRACKS = (("inference", "open"), ("simulation", "determined"))  # (track, its slice)
+GAP_SLICES = ("all", "open", "determined")  # where the gap closed and the difference to Bayes are given
+REFERENCE_PRIOR_GAMES, REFERENCE_K = 10**6, 256  # the published tables' seat prior and Bayes forecaster (seed 0)
 
 
 def phase_name(low, high):
@@ -55,7 +79,34 @@ SLICE_NAMES = (
     *(phase_name(low, high) for low, high in PHASES),
     *(f"progress Q{q}" for q in range(1, 5)),
     "open",
+    "determined",
 )
+
+
+def horizon_names(unit):
+    """The names of the horizon bins of ``unit`` ("tricks" or "cards"): "1", "2-3", "4-7", ..., "64+"."""
+    count = HORIZON_BINS[unit]
+    names = [str(1)] + [f"{1 << b}-{(2 << b) - 1}" for b in range(1, count - 1)]
+    return [*names, f"{1 << (count - 1)}+"]
+
+
+def horizon(data):
+    """Per position of ``data`` (a card-step dataset): the tricks and the cards still to be
+    played to the game's end: ``{"tricks": ..., "cards": ...}``. The cards count the one
+    about to be played (1 at the last card); the tricks count the piles still to be taken,
+    the one being played for included (1 in the last trick; a trick that the agreed limit
+    cuts short counts as 1 too). The game's end is where ``game_cards`` and ``game_tricks``
+    end: its winner, its first repeated position, or the limit."""
+    fields = data.fields
+    return {
+        "tricks": np.maximum(data.game_tricks.astype(np.int64) - fields["tricks"], 1),
+        "cards": data.game_cards.astype(np.int64) - fields["cards"],
+    }
+
+
+def horizon_bins(left, unit):
+    """The bin (0, 1, ...) of each horizon ``left`` (>= 1) in ``unit``: floor(log2(left)), capped."""
+    return np.minimum(np.frexp(np.asarray(left, np.float64))[1] - 1, HORIZON_BINS[unit] - 1)
 
 
 @dataclass
@@ -69,6 +120,7 @@ class TestSet:
     max_cards: int | None
     data: datasets.Dataset
     _full: datasets.Dataset | None = field(default=None, repr=False)
+    _reference: tuple | None = field(default=None, repr=False)  # reference(): kept for the next report
 
     @classmethod
     def generate(cls, n_players, games, seed=TEST_SEED, max_cards=None, threads=None):
@@ -126,7 +178,32 @@ class TestSet:
         for q in range(4):
             masks[f"progress Q{q + 1}"] = (progress >= q / 4) & ((progress < (q + 1) / 4) | (q == 3))
         masks["open"] = (self.data.fields["unseen"] > 0).sum(axis=1) >= 2
+        masks["determined"] = ~masks["open"]
         return masks
+
+    def reference(self, bootstrap=1000):
+        """The reference of the gap closed on these positions: the reports (with their
+        per-position scores) of the seat prior (:data:`REFERENCE_PRIOR_GAMES` games) and the
+        Bayes forecaster (K = :data:`REFERENCE_K`), both seed 0, as the published tables
+        make them; evaluated once and kept. The Bayes forecaster takes about 30 s on the
+        published 2-player test set on 2 cores, 40 to 60 s for 3 and 4 players."""
+        from .forecasters import BayesMC, SeatPrior
+
+        if self._reference is None:
+            made = []
+            for forecaster in (
+                SeatPrior(self.n_players, games=REFERENCE_PRIOR_GAMES, seed=0, max_cards=self.max_cards),
+                BayesMC(self.n_players, k=REFERENCE_K, seed=0, max_cards=self.max_cards),
+            ):
+                probs, seconds = predict(forecaster, self)
+                made.append(report(forecaster.name, probs, self, seconds, bootstrap, forecaster.observation))
+            self._reference = tuple(made)
+        return self._reference
+
+    @property
+    def horizon(self):
+        """Per position: the tricks and the cards still to be played (:func:`horizon`)."""
+        return horizon(self.data)
 
     def same(self, other):
         """Whether ``other`` holds the same test positions."""
@@ -227,7 +304,7 @@ def calibration(probs, labels, bins=ECE_BINS):
     return {"by_outcome": curves, "classwise_ece": float(np.mean(errors))}
 
 
-REPORT_KEYS = (
+REPORT_KEYS_V1 = (  # a report of layout 1 (no "format_version")
     "format",
     "protocol_version",
     "forecaster",
@@ -242,17 +319,41 @@ REPORT_KEYS = (
     "calibration",
     "by_cards",
 )
-HEADLINE_SLICES = ("all", "cards 0-25", "cards 104-207", "open")
+REPORT_KEYS = (*REPORT_KEYS_V1, "format_version", "by_horizon", "reference")
+
+
+def _figure_cell(figure, digits=3, between="-"):
+    """A figure with its interval, ``0.707 (0.695-0.718)``; ``(n/a)`` where no interval could be had."""
+    value = figure["value"] + 0.0  # -0.0 (a gap of a row against itself) shows as 0
+    if figure.get("ci95") is None:
+        return f"{value:.{digits}f} (n/a)"
+    low, high = (end + 0.0 for end in figure["ci95"])
+    return f"{value:.{digits}f} ({low:.{digits}f}{between}{high:.{digits}f})"
+
+
+def _gap_cell(gaps):
+    """The gap closed for accuracy and log loss, ``0.88 (0.85 to 0.91) / 0.40 (0.36 to 0.44)``; ``-`` where
+    undefined, ``(n/a)`` where no interval could be had."""
+    cells = []
+    for metric in ("accuracy", "log_loss"):
+        gap = gaps.get(metric) or {}
+        if gap.get("value") is None:
+            cells.append("-")
+        else:
+            cells.append(_figure_cell(gap, 2, " to "))
+    return " / ".join(cells)
 
 
 class Report(dict):
     """The protocol's report of one forecaster (a dict, as JSON holds it), with the
     per-position scores behind it (:attr:`scores`, not saved) for :func:`compare`.
 
-    ``str(report)`` and :meth:`markdown` give the published tables' columns (accuracy and
-    log loss with their 95% intervals, on all positions and the headline slices);
-    :meth:`save` writes the submission file that ``beggar baselines --forecaster FILE``
-    adds to the tables, :meth:`load` reads one.
+    ``str(report)`` and :meth:`markdown` give the published tables' columns: accuracy and
+    log loss with their 95% intervals on all positions, and on each track (:data:`TRACKS`:
+    the open positions, the determined ones) with the gap it closes there between the seat
+    prior and the Bayes forecaster (with its interval); :meth:`save` writes the submission
+    file that ``beggar baselines --forecaster FILE`` adds to the tables, :meth:`load` reads
+    one (a report of layout 1 too, its determined figures derived: :func:`upgrade_report`).
     """
 
     scores = None  # per position: accuracy, log_loss, brier, confidence; and game
@@ -260,19 +361,23 @@ class Report(dict):
 
     @staticmethod
     def header():
-        cells = ["forecaster"]
-        for name in HEADLINE_SLICES:
-            where = "" if name == "all" else f", {name}"
-            cells += [f"accuracy{where} (95% CI)", f"log loss{where} (95% CI)"]
+        cells = ["forecaster", "accuracy (95% CI)", "log loss (95% CI)"]
+        for track, name in TRACKS:
+            where = f"{track} ({name})"
+            cells += [f"{where}: accuracy (95% CI)", f"{where}: log loss (95% CI)"]
+            cells.append(f"{where}: gap closed, accuracy / log loss (95% CI)")
         return cells
 
     def row(self):
-        cells = [self["forecaster"]]
-        for name in HEADLINE_SLICES:
-            for metric in ("accuracy", "log_loss"):
-                figure = self["slices"][name][metric]
-                low, high = figure["ci95"]
-                cells.append(f"{figure['value']:.3f} ({low:.3f}-{high:.3f})")
+        slices = self["slices"]
+        cells = [self["forecaster"], *(_figure_cell(slices["all"][m]) for m in ("accuracy", "log_loss"))]
+        reference = self.get("reference")
+        for _, name in TRACKS:
+            if "accuracy" not in slices[name]:  # no position of this track
+                cells += ["-", "-", "-"]
+                continue
+            cells += [_figure_cell(slices[name][m]) for m in ("accuracy", "log_loss")]
+            cells.append(_gap_cell(reference["gap_closed"][name]) if reference else "-")
         return cells
 
     def markdown(self, header=True):
@@ -299,9 +404,7 @@ class Report(dict):
         """A report :meth:`save` wrote, checked whole (:func:`check_report`: its structure
         against :data:`REPORT_SCHEMA`, and what a schema cannot say): ``ValueError`` in one
         line naming the file and what is wrong."""
-        record = read_report_file(path)
-        check_report(record, os.fspath(path))
-        return cls(record)
+        return cls(check_report(read_report_file(path), os.fspath(path)))
 
 
 # ------------------------------------------------------------------ report files
@@ -321,7 +424,8 @@ def _numbers(low, high):
 
 
 _PROBABILITY = _numbers(0, 1)
-_RANGES = {"accuracy": _PROBABILITY, "log_loss": _numbers(0, LOG_LOSS_MOST), "brier": _numbers(0, 2)}
+_BOUNDS = {"accuracy": (0, 1), "log_loss": (0, LOG_LOSS_MOST), "brier": (0, 2)}
+_RANGES = {name: _numbers(low, high) for name, (low, high) in _BOUNDS.items()}
 
 
 def _figure(value):
@@ -344,17 +448,105 @@ def _curve(*names, count=ECE_BINS):
 
 
 _COUNT = {"type": "integer", "minimum": 0}
-_SLICE = {
+_NON_EMPTY = {"if": {"properties": {"positions": {"exclusiveMinimum": 0}}}, "then": {"required": [*METRICS, "ece"]}}
+_SLICE = {  # summarise's figures of a slice (none for an empty one)
     "type": "object",
     "required": ["positions", "games"],
+    "additionalProperties": False,
     "properties": {
         "positions": _COUNT,
         "games": _COUNT,
         **{name: _figure(value) for name, value in _RANGES.items()},
         "ece": _PROBABILITY,
     },
-    "if": {"properties": {"positions": {"exclusiveMinimum": 0}}},  # summarise gives the figures of a non-empty slice
-    "then": {"required": [*METRICS, "ece"]},
+    **_NON_EMPTY,
+}
+_NULL = {"type": "null"}
+_DERIVED_SLICE = {  # a layout-1 report's determined slice (upgrade_report): what all and open give exactly
+    "type": "object",
+    "required": ["positions", "games", "derived"],
+    "additionalProperties": False,
+    "properties": {
+        "positions": _COUNT,
+        "games": _NULL,  # the games with a determined position: not in a layout-1 report
+        "derived": {"const": True},
+        **{
+            name: {
+                "type": "object",
+                "required": ["value", "ci95", "game_weighted"],
+                "additionalProperties": False,
+                "properties": {"value": value, "ci95": _NULL, "game_weighted": _NULL},
+            }
+            for name, value in _RANGES.items()
+        },
+        "ece": _NULL,
+    },
+    **_NON_EMPTY,
+}
+
+
+def _horizon_curve(unit):
+    count = HORIZON_BINS[unit]
+    lists = {"positions": {"type": "array", "items": _COUNT, "minItems": count, "maxItems": count}}
+    for name, value in _RANGES.items():  # null: an empty bin
+        lists[name] = {"type": "array", "items": {"anyOf": [value, _NULL]}, "minItems": count, "maxItems": count}
+    return {
+        "type": "object",
+        "required": ["bins", *lists],
+        "additionalProperties": False,
+        "properties": {"bins": {"const": horizon_names(unit)}, **lists},
+    }
+
+
+_GAP = {  # the gap closed: undefined (null) where the seat prior and Bayes score the same
+    "type": "object",
+    "required": ["value", "ci95"],
+    "additionalProperties": False,
+    "properties": {
+        "value": {"type": ["number", "null"]},
+        "ci95": {"anyOf": [{"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}, _NULL]},
+    },
+}
+_DIFFERENCE = {
+    "type": "object",
+    "required": ["difference", "ci95"],
+    "additionalProperties": False,
+    "properties": {
+        "difference": {"type": "number", "minimum": -LOG_LOSS_MOST, "maximum": LOG_LOSS_MOST},
+        "ci95": {
+            "anyOf": [
+                {"type": "array", "items": {"type": "number", "minimum": -LOG_LOSS_MOST, "maximum": LOG_LOSS_MOST},
+                 "minItems": 2, "maxItems": 2},
+                _NULL,
+            ]
+        },
+    },
+}  # fmt: skip
+
+
+def _per_slice(figure):
+    """{slice of GAP_SLICES: {metric: figure}}; a slice with no position has no metrics."""
+    metrics = {"type": "object", "required": list(METRICS), "additionalProperties": False}
+    metrics["properties"] = {name: figure for name in METRICS}
+    return {
+        "type": "object",
+        "required": list(GAP_SLICES),
+        "additionalProperties": False,
+        "properties": {name: {"anyOf": [metrics, {"const": {}}]} for name in GAP_SLICES},
+    }
+
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": NAME_LENGTH, "pattern": "^[^|\\x00-\\x1f\\x7f-\\x9f]*$"}
+REFERENCE_SCHEMA = {  # the gap closed between the seat prior and Bayes, and the paired difference to Bayes
+    "type": "object",
+    "required": ["prior", "bayes", "gap_closed", "versus_bayes"],
+    "additionalProperties": False,
+    "properties": {
+        "prior": _NAME,
+        "bayes": _NAME,
+        "gap_closed": _per_slice(_GAP),
+        "versus_bayes": _per_slice(_DIFFERENCE),
+    },
 }
 REPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -364,12 +556,8 @@ REPORT_SCHEMA = {
     "properties": {
         "format": {"const": REPORT_FORMAT},
         "protocol_version": {"const": PROTOCOL_VERSION},
-        "forecaster": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": NAME_LENGTH,
-            "pattern": "^[^|\\x00-\\x1f\\x7f-\\x9f]*$",
-        },
+        "format_version": {"enum": [1, FORMAT_VERSION]},  # 1: read from a layout-1 file (upgrade_report)
+        "forecaster": _NAME,
         "observation": {"enum": ["public", "counted", "full"]},
         "n_players": {"type": "integer", "minimum": 2, "maximum": 4},
         "positions": {"type": "integer", "minimum": 1},
@@ -380,7 +568,7 @@ REPORT_SCHEMA = {
             "type": "object",
             "required": list(SLICE_NAMES),
             "additionalProperties": False,
-            "properties": {name: _SLICE for name in SLICE_NAMES},
+            "properties": {name: _SLICE if name != "determined" else {} for name in SLICE_NAMES},  # see "if"
         },
         "reliability": _curve("confidence", "accuracy"),
         "calibration": {
@@ -407,6 +595,21 @@ REPORT_SCHEMA = {
                 },
             },
         },
+        "by_horizon": {},  # see "if"
+        "reference": {"anyOf": [REFERENCE_SCHEMA, _NULL]},  # null: evaluated without one (reference=False)
+    },
+    "if": {"properties": {"format_version": {"const": 1}}},  # layout 1, upgraded: derived figures, no horizon
+    "then": {"properties": {"slices": {"properties": {"determined": _DERIVED_SLICE}}, "by_horizon": _NULL}},
+    "else": {
+        "properties": {
+            "slices": {"properties": {"determined": _SLICE}},
+            "by_horizon": {
+                "type": "object",
+                "required": list(HORIZON_BINS),
+                "additionalProperties": False,
+                "properties": {unit: _horizon_curve(unit) for unit in HORIZON_BINS},
+            },
+        }
     },
 }
 
@@ -425,9 +628,25 @@ def check_name(name, what="name"):
     return name
 
 
+def _layout_1_schema():
+    """:data:`REPORT_SCHEMA` as a report of layout 1 was written: no determined slice, no
+    horizon, no reference, no ``format_version``."""
+    schema = copy.deepcopy(REPORT_SCHEMA)
+    for key in ("if", "then", "else"):
+        del schema[key]
+    schema["required"] = list(REPORT_KEYS_V1)
+    for key in ("format_version", "by_horizon", "reference"):
+        del schema["properties"][key]
+    slices = schema["properties"]["slices"]
+    slices["required"].remove("determined")
+    del slices["properties"]["determined"]
+    return schema
+
+
 def read_report_file(path) -> dict:
     """A report file's JSON object, checked to be of this format and protocol version
-    (with every key), before the rest is checked: ``ValueError`` naming the file."""
+    (with every key of its layout), before the rest is checked (:func:`check_report`):
+    ``ValueError`` naming the file."""
     path = checks.path("path", path)
     try:
         size = os.path.getsize(path)
@@ -438,7 +657,8 @@ def read_report_file(path) -> dict:
     data = files.read_json(path)
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         raise ValueError(f"{path}: not a {REPORT_FORMAT} (write one with beggar_env.forecasting.evaluate)")
-    missing = [key for key in REPORT_KEYS if key not in data]
+    layout_1 = "format_version" not in data
+    missing = [key for key in (REPORT_KEYS_V1 if layout_1 else REPORT_KEYS) if key not in data]
     if missing:
         raise ValueError(f"{path}: the report lacks {', '.join(missing)}: evaluate the forecaster again")
     if data["protocol_version"] != PROTOCOL_VERSION or data["test_seed"] != TEST_SEED:
@@ -450,13 +670,53 @@ def read_report_file(path) -> dict:
     return data
 
 
-def check_report(record, where):
-    """``ValueError`` naming ``where`` (the file) and the first thing wrong in a report:
+def upgrade_report(record) -> dict:
+    """A report of layout 1 (checked against :data:`REPORT_SCHEMA_V1`) as one of this
+    layout, marked ``"format_version": 1``: its determined slice's position-weighted
+    figures derived exactly from all and open, value = (all x n_all - open x n_open) /
+    n_determined (to rounding), with ``"derived": true``; what cannot be derived from a
+    report is null: that slice's intervals, game-weighted figures, ECE and games, the
+    horizon, and the reference (``beggar baselines`` gives a row its gap closed and its
+    difference to Bayes from the figures, without intervals)."""
+    record = copy.deepcopy(record)
+    slices = record["slices"]
+    every, open_ = slices["all"], slices["open"]
+    n = every["positions"] - open_["positions"]
+    determined = {"positions": n, "games": None, "derived": True}
+    if n > 0:
+        for name, (low, high) in _BOUNDS.items():
+            total = every[name]["value"] * every["positions"] - open_[name]["value"] * open_["positions"]
+            value = min(max(total / n, low), high)  # rounding may step just outside the range
+            determined[name] = {"value": value, "ci95": None, "game_weighted": None}
+        determined["ece"] = None
+    slices["determined"] = determined
+    record.update(format_version=1, by_horizon=None, reference=None)
+    return record
+
+
+REPORT_SCHEMA_V1 = _layout_1_schema()
+
+
+def _derived_figure(slices, metric):
+    """The determined slice's position-weighted ``metric`` derived from all and open."""
+    every, open_ = slices["all"], slices["open"]
+    n = every["positions"] - open_["positions"]
+    return (every[metric]["value"] * every["positions"] - open_[metric]["value"] * open_["positions"]) / n
+
+
+def check_report(record, where) -> dict:
+    """The report ``record`` (from :func:`read_report_file`) as this layout holds it: a
+    report of layout 1 (before the tracks: no ``format_version``) checked as it was written
+    (:data:`REPORT_SCHEMA_V1`) and upgraded (:func:`upgrade_report`). Then ``ValueError``
+    naming ``where`` (the file) and the first thing wrong in it:
     against :data:`REPORT_SCHEMA` (structure, types, every number's range), then what a
     schema cannot say: every number finite, the name a cell of the tables
     (:func:`check_name`), whole numbers written as such, each interval low <= high, the
     outcomes those of its player count, and the slices' and curves' counts consistent
-    with its positions."""
+    with its positions: open and determined add up to all, a derived figure is what all
+    and open give, the horizon's bins add up to the positions (an empty bin has no
+    figures, a non-empty one has them), the reference's figures are there for each
+    non-empty slice."""
 
     def refuse(place, what):
         raise ValueError(f"{where}: {place}: {what}")
@@ -466,6 +726,9 @@ def check_report(record, where):
             check_name(record["forecaster"], "the forecaster's name")
         except ValueError as error:
             refuse("$.forecaster", str(error))
+    if isinstance(record, dict) and "format_version" not in record:
+        files.check_schema(record, REPORT_SCHEMA_V1, where)  # what the upgrade reads, checked first
+        record = upgrade_report(record)
     files.check_schema(record, REPORT_SCHEMA, where)
 
     def walk(value, place):
@@ -478,25 +741,45 @@ def check_report(record, where):
             for i, item in enumerate(value):
                 walk(item, f"{place}[{i}]")
 
+    def interval(figure, place):
+        if figure.get("ci95") is not None and figure["ci95"][0] > figure["ci95"][1]:
+            refuse(f"{place}.ci95", f"the interval {figure['ci95']} is upside down")
+
     walk(record, "$")  # a JSON number too large for a float (1e400) reads as infinity
     n_players, positions, games = record["n_players"], record["positions"], record["games"]
-    for key in ("protocol_version", "test_seed", "n_players", "games", "positions"):
+    for key in ("protocol_version", "format_version", "test_seed", "n_players", "games", "positions"):
         if not checks.is_integer(record[key]):  # JSON Schema takes 2.0 for an integer; the tables' keys would not
             refuse(f"$.{key}", f"must be a whole number written without a point, not {record[key]!r}")
-    for name, figures in record["slices"].items():
+    slices = record["slices"]
+    for name, figures in slices.items():
         place = f"$.slices[{name!r}]"
-        for key in ("positions", "games"):
+        derived = figures.get("derived", False)
+        for key in ("positions",) if derived else ("positions", "games"):
             if not checks.is_integer(figures[key]):
                 refuse(f"{place}.{key}", f"must be a whole number written without a point, not {figures[key]!r}")
-        if figures["positions"] > positions or figures["games"] > games:
+        if figures["positions"] > positions or (not derived and figures["games"] > games):
             refuse(place, f"{figures['positions']} positions of {figures['games']} games, more than the report's")
-        if figures["positions"] and not 0 < figures["games"] <= figures["positions"]:
+        if not derived and figures["positions"] and not 0 < figures["games"] <= figures["positions"]:
             refuse(place, f"{figures['positions']} positions cannot be of {figures['games']} games")
         for metric in METRICS:
-            if metric in figures and figures[metric]["ci95"][0] > figures[metric]["ci95"][1]:
-                refuse(f"{place}.{metric}.ci95", f"the interval {figures[metric]['ci95']} is upside down")
-    if record["slices"]["all"]["positions"] != positions or record["slices"]["all"]["games"] != games:
+            if metric in figures:
+                interval(figures[metric], f"{place}.{metric}")
+    if slices["all"]["positions"] != positions or slices["all"]["games"] != games:
         refuse("$.slices['all']", f"must hold all {positions:,} positions of the {games:,} games")
+    if slices["open"]["positions"] + slices["determined"]["positions"] != positions:
+        refuse(
+            "$.slices['determined']",
+            f"{slices['determined']['positions']:,} determined and {slices['open']['positions']:,} open positions "
+            f"are not all {positions:,} positions",
+        )
+    if slices["determined"].get("derived") and slices["determined"]["positions"]:
+        for metric in METRICS:
+            given, exact = slices["determined"][metric]["value"], _derived_figure(slices, metric)
+            if abs(given - exact) > 1e-9 * max(1.0, abs(exact)) * positions / slices["determined"]["positions"]:
+                refuse(
+                    f"$.slices['determined'].{metric}.value",
+                    f"{given!r} is not what all and open give ({exact!r}): a derived figure must be derived",
+                )
     outcomes = outcome_names(n_players)
     curves = [("$.reliability", record["reliability"], ("confidence", "accuracy"))]
     by_outcome = record["calibration"]["by_outcome"]
@@ -511,13 +794,36 @@ def check_report(record, where):
             refuse(place, f"{', '.join(names)} and size must have one entry per bin, not {sorted(lengths)} entries")
         if not all(checks.is_integer(size) for size in curve["size"]) or sum(curve["size"]) != positions:
             refuse(f"{place}.size", f"the bins' whole sizes must add up to the {positions:,} positions")
+    for unit, curve in (record["by_horizon"] or {}).items():
+        place = f"$.by_horizon.{unit}"
+        if sum(curve["positions"]) != positions:
+            refuse(f"{place}.positions", f"the bins' positions must add up to the {positions:,} positions")
+        for metric in METRICS:
+            for i, (count, value) in enumerate(zip(curve["positions"], curve[metric])):
+                if (count == 0) != (value is None):
+                    refuse(f"{place}.{metric}[{i}]", "an empty bin has no figure (null), a bin of positions has one")
+    reference = record["reference"]
+    for part in ("gap_closed", "versus_bayes") if reference else ():
+        for name, metrics in reference[part].items():
+            place = f"$.reference.{part}[{name!r}]"
+            if bool(metrics) != bool(slices[name]["positions"]):
+                refuse(place, "a slice of positions has figures here, an empty one has none ({})")
+            for metric, figure in metrics.items():
+                interval(figure, f"{place}.{metric}")
+                if part == "gap_closed" and figure["value"] is None and figure["ci95"] is not None:
+                    refuse(f"{place}.{metric}", "an undefined gap closed (null) has no interval")
+    return record
 
 
-def report(name, probs, test, seconds, bootstrap=1000, observation="public"):
+def report(name, probs, test, seconds, bootstrap=1000, observation="public", reference=None):
     """The protocol's :class:`Report` of forecasts ``probs`` (one row per test position) of a
     forecaster of ``observation`` level: per slice, each metric's value, 95% interval and
     game-weighted value, and ECE; the top label's reliability diagram and each outcome's;
-    the metrics by cards played (bins of ``CARD_BIN`` cards); forecasts per second."""
+    the metrics by cards played (bins of ``CARD_BIN`` cards) and by horizon (the tricks and
+    the cards still to be played, :data:`HORIZON_BINS`); forecasts per second; and, given
+    ``reference`` (the seat prior's and the Bayes forecaster's reports of the same test
+    set, with their scores: :func:`reference`), the gap closed and the paired difference
+    to Bayes on all positions and each track (:func:`reference_figures`)."""
     scores = position_scores(probs, test.labels)
     game = test.data.game
     mean_confidence, accuracy, sizes = calibration_bins(scores["confidence"], scores["accuracy"])
@@ -527,6 +833,7 @@ def report(name, probs, test, seconds, bootstrap=1000, observation="public"):
         {
             "format": REPORT_FORMAT,
             "protocol_version": PROTOCOL_VERSION,
+            "format_version": FORMAT_VERSION,
             "beggar_env": __version__,
             "forecaster": name,
             "observation": observation,
@@ -549,11 +856,113 @@ def report(name, probs, test, seconds, bootstrap=1000, observation="public"):
                 "bin": CARD_BIN,
                 **{m: (np.bincount(bins, weights=scores[m], minlength=CARD_BINS) / counts).tolist() for m in METRICS},
             },
+            "by_horizon": by_horizon(scores, test),
+            "reference": None,
         }
     )
     result.scores = {**scores, "game": game}
     result.test = test
+    if reference is not None:
+        result["reference"] = reference_figures(result, *reference, bootstrap=bootstrap)
     return result
+
+
+def by_horizon(scores, test):
+    """Each metric's position-weighted mean in each horizon bin (:func:`horizon_bins`) of
+    tricks and of cards still to be played, with the bin's positions; None for an empty bin."""
+    out = {}
+    for unit, left in test.horizon.items():
+        count = HORIZON_BINS[unit]
+        bins = horizon_bins(left, unit)
+        positions = np.bincount(bins, minlength=count)
+        curve = {"bins": horizon_names(unit), "positions": positions.tolist()}
+        for metric in METRICS:
+            sums = np.bincount(bins, weights=scores[metric], minlength=count)
+            curve[metric] = [float(total / n) if n else None for total, n in zip(sums, positions)]
+        out[unit] = curve
+    return out
+
+
+def reference(test, bootstrap=1000):
+    """The reference of the gap closed on ``test`` (a :class:`TestSet` or a player count):
+    :meth:`TestSet.reference`."""
+    return _check_test(test).reference(bootstrap)
+
+
+def reference_figures(result, prior, best, bootstrap=1000, seed=0):
+    """``result``'s reference (as a report holds it): the gap it closes between ``prior``
+    and ``best`` (:func:`gap_intervals`) and its paired difference to ``best``
+    (:func:`compare`), on all positions and each track, with 95% intervals over the same
+    resampled games; the three are reports of the same test set with their scores."""
+    return {
+        "prior": prior["forecaster"],
+        "bayes": best["forecaster"],
+        "gap_closed": gap_intervals(result, prior, best, bootstrap=bootstrap, seed=seed),
+        "versus_bayes": compare(result, best, bootstrap=bootstrap, seed=seed, slices=GAP_SLICES),
+    }
+
+
+def reference_values(result, prior, best):
+    """:func:`reference_figures` from the three reports' figures alone (a report read from
+    a file has no per-position scores): the gap closed (:func:`gap_closed`) and the
+    difference to ``best`` (the difference of two position-weighted means over the same
+    positions is their paired difference), without intervals (None)."""
+    gaps, versus = {}, {}
+    for name in GAP_SLICES:
+        figures = result["slices"][name]
+        if not figures["positions"]:
+            gaps[name] = versus[name] = {}
+            continue
+        values = gap_closed(result, prior, best, name)
+        gaps[name] = {m: {"value": _defined(values[m]), "ci95": None} for m in METRICS}
+        versus[name] = {
+            m: {"difference": figures[m]["value"] - best["slices"][name][m]["value"], "ci95": None} for m in METRICS
+        }
+    return {"prior": prior["forecaster"], "bayes": best["forecaster"], "gap_closed": gaps, "versus_bayes": versus}
+
+
+def _defined(value):
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def gap_intervals(result, prior, best, *, bootstrap=1000, seed=0) -> dict:
+    """Per slice of :data:`GAP_SLICES` (all positions, each track) and metric, the gap that
+    ``result`` closes between ``prior`` and ``best`` (:func:`gap_closed`: 0 no better than
+    the prior, 1 as good as Bayes) and its 95% interval over ``bootstrap`` resamples of
+    whole games, the same for the three reports (those of :func:`summarise` for the same
+    ``seed``): ``{"value", "ci95"}``, None where the gap is undefined (prior and best score
+    the same; an interval is None if they do in any resample); ``{}`` for a slice with no
+    position. The three must be reports of one test set made in this process (scores)."""
+    for one in (result, prior, best):
+        if not isinstance(one, Report) or one.scores is None:
+            raise TypeError("gap_intervals takes three reports of evaluate(), made in this process (with their scores)")
+    if not (result.test.same(prior.test) and result.test.same(best.test)):
+        raise ValueError("the three reports are of different test sets")
+    test, game, n_games = result.test, result.scores["game"], result.test.games
+    weights = np.random.default_rng(seed).multinomial(n_games, np.full(n_games, 1 / n_games), size=bootstrap)
+    masks = test.slices
+    out = {}
+    for name in GAP_SLICES:
+        mask = masks[name]
+        if not mask.any():
+            out[name] = {}
+            continue
+        values = gap_closed(result, prior, best, name)
+        out[name] = {}
+        for metric in METRICS:
+            means = []
+            for one in (result, prior, best):
+                sums, counts = _game_sums(one.scores[metric][mask], game[mask], n_games)
+                means.append((weights @ sums) / np.maximum(weights @ counts, 1))
+            low, high = means[1], means[2]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                resampled = (means[0] - low) / (high - low)
+            value = _defined(values[metric])
+            ci95 = None
+            if value is not None and np.isfinite(resampled).all():
+                ci95 = [float(np.percentile(resampled, 2.5)), float(np.percentile(resampled, 97.5))]
+            out[name][metric] = {"value": value, "ci95": ci95}
+    return out
 
 
 def _check_test(test):
@@ -646,7 +1055,9 @@ def _check_forecasts(probs, n, n_outcomes, weights=False, who="predict_proba"):
     return probs
 
 
-def evaluate(forecaster, test=2, *, bootstrap=1000, progress=None, name=None, observation=None, forecast="label"):
+def evaluate(
+    forecaster, test=2, *, bootstrap=1000, progress=None, name=None, observation=None, forecast="label", reference=True
+):
     """Evaluate a forecaster on the published protocol: a :class:`Report`.
 
     ``forecaster`` is any object with ``predict_proba(obs) -> (n, n_players + 1)`` (see
@@ -662,6 +1073,12 @@ def evaluate(forecaster, test=2, *, bootstrap=1000, progress=None, name=None, ob
     ``predict_proba`` must return probabilities: finite real numbers in [0, 1], each row
     summing to 1 (within :data:`SUM_TOLERANCE`); anything else is refused (``ValueError``
     naming the first wrong row), never scored.
+
+    ``reference``: True (the default) gives the report its gap closed between the seat
+    prior and the Bayes forecaster, and its paired difference to Bayes, on all positions
+    and on each track, with intervals: both are evaluated on the same test set first, once
+    per test set and process (:func:`reference`: about 30 s for the published 2-player
+    test set on 2 cores); False leaves them out (``report["reference"]`` is None).
     """
     forecasts = callable(getattr(forecaster, "predict_proba", None))
     if not forecasts and not callable(forecaster):
@@ -676,12 +1093,20 @@ def evaluate(forecaster, test=2, *, bootstrap=1000, progress=None, name=None, ob
     test = _check_test(test)
     bootstrap = checks.count("bootstrap", bootstrap, 1)
     checks.memory(16 * bootstrap * test.games, f"{bootstrap:,} bootstrap resamples", "take fewer (bootstrap=1000)")
+    if not isinstance(reference, bool):
+        raise TypeError(f"reference must be True or False, not {checks.excerpt(reference)}")
     if not forecasts:
         level = observation or getattr(forecaster, "observation", "public")
-        return evaluate_policy(forecaster, test, name=name, observation=level, forecast=forecast, bootstrap=bootstrap)
+        return evaluate_policy(
+            forecaster, test, name=name, observation=level, forecast=forecast, bootstrap=bootstrap, reference=reference
+        )
     probs, seconds = predict(forecaster, test, progress)
     level = getattr(forecaster, "observation", "public")
-    return report(name, probs, test, seconds, bootstrap, level)
+    return report(name, probs, test, seconds, bootstrap, level, _reference(test, reference, bootstrap))
+
+
+def _reference(test, wanted, bootstrap):
+    return reference(test, bootstrap) if wanted else None
 
 
 def _name(forecaster):
@@ -689,18 +1114,19 @@ def _name(forecaster):
 
 
 def evaluate_policy(
-    policy, test=2, *, name="policy", observation="counted", forecast="label", bootstrap=1000
+    policy, test=2, *, name="policy", observation="counted", forecast="label", bootstrap=1000, reference=True
 ) -> Report:
     """Evaluate a policy acting in the vector env: ``policy(obs) -> actions`` for a batch
     of observations (of the ``observation`` level), labels or probability rows as
     ``forecast`` says, on the test set's deals (``test``: a player count or a
-    :class:`TestSet`), one env per game, every step scored as the protocol says."""
+    :class:`TestSet`), one env per game, every step scored as the protocol says
+    (``reference`` as for :func:`evaluate`)."""
     checks.callback("policy", policy)
     name = check_name(name, "name")
     test = _check_test(test)
     checks.choice("forecast", forecast, ("label", "probs"))
     probs, seconds = play(policy, test, observation, forecast)
-    return report(name, probs, test, seconds, bootstrap, observation)
+    return report(name, probs, test, seconds, bootstrap, observation, _reference(test, reference, bootstrap))
 
 
 def play(policy, test: TestSet, observation, forecast, progress=None):
@@ -764,11 +1190,12 @@ def _check_actions(actions, n, n_outcomes, forecast):
     return actions
 
 
-def compare(a: Report, b: Report, *, bootstrap=1000, seed=0) -> dict:
+def compare(a: Report, b: Report, *, bootstrap=1000, seed=0, slices=None) -> dict:
     """The paired difference ``a - b`` of two reports of the same test positions: per slice
-    and metric, the difference of the position-weighted values, and its 95% interval over
-    ``bootstrap`` resamples of whole games, the same resample for both (the reports must
-    come from this process: their per-position scores are not saved)."""
+    (of ``slices``, by name; all of them by default) and metric, the difference of the
+    position-weighted values, and its 95% interval over ``bootstrap`` resamples of whole
+    games, the same resample for both (the reports must come from this process: their
+    per-position scores are not saved); ``{}`` for a slice with no position."""
     for one in (a, b):
         if not isinstance(one, Report) or one.scores is None:
             raise TypeError("compare takes two reports of evaluate(), made in this process (with their scores)")
@@ -778,10 +1205,12 @@ def compare(a: Report, b: Report, *, bootstrap=1000, seed=0) -> dict:
     test, game, n_games = a.test, a.scores["game"], a.test.games
     weights = np.random.default_rng(seed).multinomial(n_games, np.full(n_games, 1 / n_games), size=bootstrap)
     out = {}
-    for slice_name, mask in test.slices.items():
+    masks = test.slices
+    for slice_name in masks if slices is None else slices:
+        mask = masks[slice_name]
+        out[slice_name] = {}
         if not mask.any():
             continue
-        out[slice_name] = {}
         for metric in METRICS:
             sums_a, counts = _game_sums(a.scores[metric][mask], game[mask], n_games)
             sums_b, _ = _game_sums(b.scores[metric][mask], game[mask], n_games)
@@ -795,7 +1224,9 @@ def compare(a: Report, b: Report, *, bootstrap=1000, seed=0) -> dict:
 
 def gap_closed(result, prior, best, slice_name="all"):
     """Per metric, the fraction of the gap between the seat prior and the Bayes forecaster
-    that ``result`` closes (0: no better than the prior, 1: as good as Bayes)."""
+    that ``result`` closes on ``slice_name`` (0: no better than the prior, 1: as good as
+    Bayes; NaN where the two score the same), from the three reports' figures
+    (:func:`gap_intervals` adds the interval)."""
     out = {}
     for name in METRICS:
         low = prior["slices"][slice_name][name]["value"]
