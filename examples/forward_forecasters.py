@@ -24,9 +24,8 @@ Rows (``--rows``):
 * ``looped``: a weight-tied block iterated more for longer hands, trained end to end on
   outcomes (the full view).
 
-Every row's report carries the two tracks computed here from the counted view
-(``forward_tracks``: "open", positions whose unseen cards are of two classes or more, and
-"determined", the rest), its training seconds and settings, and the command that made it.
+Every row's report is the protocol's (both tracks, the horizon, the gap closed against the
+seat prior and Bayes) with its training seconds and settings and the command that made it.
 """
 
 import argparse
@@ -68,28 +67,16 @@ def parse_args(argv=None):
     return args
 
 
-def tracks(report):
-    """The open and the determined positions' figures of a report made in this process, with
-    their intervals (the counted view: open where the unseen cards are of two classes or more)."""
-    test, scores = report.test, report.scores
-    open_ = test.slices["open"]
-    bootstrap = 200 if test.games < protocol.PUBLISHED_GAMES else 1000
-    return {
-        name: protocol.summarise(scores, scores["game"], test.games, mask, bootstrap)
-        for name, mask in (("open", open_), ("determined", ~open_))
-    }
-
-
 def figures(report):
     """accuracy / log loss on all, open and determined positions, as one line."""
     cells = []
-    for name, where in (("all", report["slices"]["all"]), *report["forward_tracks"].items()):
+    for name in ("all", "open", "determined"):
+        where = report["slices"][name]
         cells.append(f"{name} {where['accuracy']['value']:.3f} / {where['log_loss']['value']:.3f}")
     return "; ".join(cells)
 
 
 def finish(report, args, **extra):
-    report["forward_tracks"] = tracks(report)
     report["command"] = "python examples/forward_forecasters.py " + " ".join(args.argv)
     report["made"] = {
         "date": time.strftime("%Y-%m-%d"),
@@ -204,9 +191,9 @@ def curve(n_players, args, out, learned):
     for budget in budgets:
         forecaster = forward.Truncated(leaf, step, k=k, seed=0, **{unit: budget})
         report = protocol.evaluate(forecaster, test, bootstrap=200 if args.quick else 1000)
-        by_track = tracks(report)
         point = {"budget": budget, "forecasts_per_s": report["forecasts_per_s"], "name": report["forecaster"]}
-        for name, where in (("all", report["slices"]["all"]), *by_track.items()):
+        for name in ("all", "open", "determined"):
+            where = report["slices"][name]
             point[name] = {m: where[m]["value"] for m in ("accuracy", "log_loss")}
             point[name]["ci95"] = {m: where[m]["ci95"] for m in ("accuracy", "log_loss")}
         points.append(point)
