@@ -19,9 +19,10 @@ game forward"):
 * **The compute-accuracy curve** (:func:`rolled`): a simulator (the engine, or the learned
   step) plays the first ``budget`` tricks or cards, then a per-position learner scores the
   position reached; budget 0 is the learner, no budget the Bayes forecaster.
-* **A looped model** (:class:`LoopedForecaster`) and **models of the full view**
-  (:class:`HandsForecaster`): networks that read every hand, the looped one a weight-tied
-  block iterated more for longer hands, trained end to end on outcomes.
+* **A looped model** (:class:`LoopedNet`) and **a model of the full view** (:class:`HandsNet`,
+  a GRU over each hand), both trained end to end on outcomes by :class:`FullViewForecaster`:
+  networks that read every hand, the looped one a weight-tied block iterated more for
+  longer hands.
 
 Needs torch (``pip install 'beggar-env[rl]'``).
 """
