@@ -56,6 +56,14 @@ def parts(players=PLAYERS):
         reconstruct.extend("/".join(["-A", "-Q"] + ["-"] * (n - 2)), offsets=1, max_nodes=4)
         insertion.explore([small], n, deck="JJKK------", levels=1, beam=1)
 
+    def forward(n):  # the learned step's machine and the rollouts of the compute-accuracy curve
+        from .forecasting import forward
+
+        forward.transitions(20, n, seed=0)
+        forward.tally(2, n, seed=0, threads=1)
+        forward.machine_games(forward.exact_table(2, n, 0), 2, n, seed=0)
+        forward.rolled(datasets.generate(2, n_players=n, observation="counted", seed=0).fields, k=2)
+
     for n in players:
         yield f"simulate, {n} players", lambda n=n: (game.simulate(2, n_players=n, seed=0), game.play("-A/-Q"))
         yield f"Beggar-v0 and its vector env, {n} players", lambda n=n: env(n)
@@ -68,6 +76,8 @@ def parts(players=PLAYERS):
         )
         yield f"Bayes forecaster, {n} players", lambda n=n: bayes(n)
         yield f"cycles, {n} players", lambda n=n: cycles(n)
+        if importlib.util.find_spec("torch") is not None:
+            yield f"forecasters that play forward, {n} players", lambda n=n: forward(n)
 
 
 def warm_up(players=PLAYERS, report=print):

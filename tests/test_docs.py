@@ -68,6 +68,7 @@ def chain(codes, number):
 NEEDS = {  # the package's modules that need a client
     "beggar_env.forecasting.sequences": "torch",
     "beggar_env.forecasting.sequence_models": "torch",
+    "beggar_env.forecasting.forward": "torch",
 }
 
 
