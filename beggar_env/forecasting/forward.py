@@ -44,6 +44,7 @@ except ImportError as error:  # pragma: no cover - the message is the point
     ) from error
 
 from .forecasters import Forecaster  # noqa: E402 (after torch's check)
+from .sequence_models import torch_threads  # noqa: E402
 
 nn = torch.nn
 functional = torch.nn.functional
@@ -263,21 +264,6 @@ def decode(rows, n_players):
 # ----------------------------------------------------------------- the step network
 
 
-class threads:
-    """torch's intra-op threads set for a block (None: as they are), then restored."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __enter__(self):
-        self.before = torch.get_num_threads()
-        if self.n is not None:
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.before)
-
-
 class StepNet(nn.Module):
     """One card's rules as a network: the inputs one-hot (``alive`` and ``empty`` as bits), two
     hidden layers, one classification head per output (``alive`` as one bit per seat)."""
@@ -368,7 +354,7 @@ class StepModel:
         started = time.perf_counter()
         inputs, outputs, counts = tally(self.games, self.n_players, self.seed)
         self.seen, self.transitions_seen = codes(inputs, self.n_players), int(counts.sum())
-        with threads(self.threads):
+        with torch_threads(self.threads):
             torch.manual_seed(self.seed)
             self.net = StepNet(self.n_players, self.hidden)
             x, y = torch.from_numpy(inputs), torch.from_numpy(outputs)
@@ -401,7 +387,7 @@ class StepModel:
         """The outputs the network gives for integer input rows (n, 6)."""
         self._require()
         out = np.zeros((len(inputs), len(OUT_NAMES)), np.int64)
-        with torch.no_grad(), threads(self.threads):
+        with torch.no_grad(), torch_threads(self.threads):
             for lo in range(0, len(inputs), 1 << 16):
                 out[lo : lo + (1 << 16)] = self.net.decide(torch.from_numpy(inputs[lo : lo + (1 << 16)])).numpy()
         return out
@@ -941,7 +927,7 @@ class FullViewForecaster(Forecaster):
         labels = torch.from_numpy(dataset.label)
         held = torch.from_numpy(held_out_games(dataset, seed=self.seed))
         train = torch.nonzero(~held)[:, 0]
-        with threads(self.threads):
+        with torch_threads(self.threads):
             self.net = self.new_net(public.shape[1])
             optimiser = torch.optim.Adam(self.net.parameters(), lr=self.lr)
             batches_per_epoch = max(1, len(train) // self.batch)
@@ -1008,5 +994,5 @@ class FullViewForecaster(Forecaster):
         check_obs(self, obs)
         if self.net is None:
             raise RuntimeError(f"{self.name}: call fit() first")
-        with threads(self.threads):
+        with torch_threads(self.threads):
             return self._forecast(*full_arrays(obs))

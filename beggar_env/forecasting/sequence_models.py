@@ -304,7 +304,7 @@ class SequenceForecaster(Forecaster):
 
     def _fit(self, progress):
         started = time.perf_counter()
-        with _threads(self.threads):
+        with torch_threads(self.threads):
             self.model = self.new_model()
             optimiser = torch.optim.Adam(self.model.parameters(), lr=self.lr)
             held_out = sequences.GameStreams(
@@ -386,7 +386,7 @@ class SequenceForecaster(Forecaster):
         self._require_model()
         out = np.zeros((len(games.events), self.n_outcomes))
         state = None
-        with torch.no_grad(), _threads(self.threads):
+        with torch.no_grad(), torch_threads(self.threads):
             for window in sequences.windows([games], lanes, self.window):
                 if state is None:
                     state = self.model.initial(window.start.shape[0])
@@ -422,7 +422,7 @@ class SequenceForecaster(Forecaster):
         n = len(obs["cards"])
         x = torch.from_numpy(events.encode(obs, self.observation))[:, None]
         start = torch.from_numpy(np.asarray(obs["cards"]) == 0)[:, None]
-        with torch.no_grad(), _threads(self.threads):
+        with torch.no_grad(), torch_threads(self.threads):
             if self._state is None or self.model.lanes(self._state) != n:
                 self._state = self.model.initial_step(n)
             logits, self._state = self.model.step(x, start, self._state)
@@ -545,8 +545,8 @@ class _Bar:
         self.bar.close()
 
 
-class _threads:
-    """torch's intra-op threads set for a block, then restored."""
+class torch_threads:
+    """torch's intra-op threads set for a block (None: as they are), then restored."""
 
     def __init__(self, n):
         self.n = n
