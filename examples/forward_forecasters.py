@@ -313,7 +313,7 @@ def row_full(n_players, args, out, kind):
 
 FULL_NETS = {  # the published rows' settings
     "hands": dict(games=20_000, samples=8, epochs=3, batch=256, lr=2e-3, hidden=32),
-    "looped": dict(games=20_000, samples=8, epochs=1, batch=256, lr=1e-3, width=32),
+    "looped": dict(games=20_000, samples=8, epochs=6, batch=256, lr=1e-3, width=32),
 }
 QUICK_NETS = dict(games=300, epochs=1)
 ROW_MAKERS = {kind: (lambda n, args, out, kind=kind: row_full(n, args, out, kind)) for kind in ROWS[3:]}
