@@ -133,7 +133,8 @@ def _redraw(baselines, out, reports, given_out):
     except ValueError as error:
         raise UsageError(f"beggar baselines --redraw: {error}") from None
     if reports:
-        print(f"{len(reports)} row{'s' if len(reports) > 1 else ''} added to {path}; tables.md and {len(written)} pictures written again")
+        rows = f"{len(reports)} row{'s' if len(reports) > 1 else ''}"
+        print(f"{rows} added to {path}; tables.md and {len(written)} pictures written again")
     else:
         print(f"tables.md and {len(written)} pictures written again in {out} from results.json")
 
