@@ -494,3 +494,17 @@ def test_results_json_is_compact_and_the_published_one_gives_the_published_table
     more = copy.deepcopy(results)  # the published reports are rows it accepts
     for name in ("ppo_2p.json", "sequences/gru_public_outcome_3p.json"):
         baselines.add_reports(more, [published + name])
+
+
+def test_every_row_of_a_picture_is_drawn_in_a_style_of_its_own():
+    """The pictures drew one row per colour of a list of 20 and silently left out the rest
+    (the 2-player tables have 23 rows): each row now has its own colour and line style, and a
+    picture of more rows than it can tell apart is refused, not cut."""
+    published = beggar_env.__file__.replace("beggar_env/__init__.py", "docs/results/results.json")
+    rows = max(len(block["reports"]) for block in baselines.read_results(published)["players"].values())
+    assert rows > 20
+    styles = baselines.palette(rows)
+    assert len(styles) == rows and len(set(styles)) == rows
+    assert len(set(baselines.palette(60))) == 60
+    with pytest.raises(ValueError, match="61 rows"):
+        baselines.palette(61)

@@ -855,11 +855,25 @@ def tables_text(results) -> str:
 LOG_LOSS_SHOWN = 1.25  # the by-cards log-loss panels stop here (uniform is ln 3 = 1.10); curves above are named
 
 
-def _style(name, color):
+def palette(n):
+    """``n`` distinct (colour, line style) pairs for the rows of a picture: tab20's 20 colours,
+    the strong ones first, solid, then dashed, then dash-dotted (a row past them would be a
+    row not drawn: refused)."""
+    import matplotlib
+
+    pairs = matplotlib.colormaps["tab20"].colors
+    colours = [(colour, ls) for ls in ("-", "--", "-.") for colour in pairs[0::2] + pairs[1::2]]
+    if n > len(colours):
+        raise ValueError(f"{n} rows are more than a picture tells apart ({len(colours)})")
+    return colours[:n]
+
+
+def _style(name, colour):
     """How a forecaster's curve is drawn: the oracle dotted on top, so that Bayes (often 1.0 too) shows beneath."""
     if name == "oracle":
         return dict(color="black", ls=":", lw=2.0, zorder=5)
-    return dict(color=color, lw=2.2 if name.startswith("Bayes") else 1.3)
+    color, ls = colour
+    return dict(color=color, ls=ls, lw=2.2 if name.startswith("Bayes") else 1.3)
 
 
 def draw(results, out):
@@ -871,10 +885,9 @@ def draw(results, out):
     import matplotlib.pyplot as plt
 
     out = Path(out)
-    pairs = plt.get_cmap("tab20").colors
-    colors = pairs[0::2] + pairs[1::2]  # 20 distinct colours, the strong ones first
     written = {}
     for n, block in results["players"].items():
+        colors = palette(len(block["reports"]))
         fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
         above = []
         for report, color in zip(block["reports"], colors):
