@@ -44,6 +44,7 @@ except ImportError as error:  # pragma: no cover - the message is the point
     ) from error
 
 from .forecasters import Forecaster  # noqa: E402 (after torch's check)
+from .rollouts import set_position  # noqa: E402
 from .sequence_models import torch_threads  # noqa: E402
 
 nn = torch.nn
@@ -485,51 +486,6 @@ def engine_play(s, cards, tricks):
         core.step_trick(s)
 
 
-@jit
-def _load(s, hands, bag, pile, pile_size, registers, alive, counters):
-    """State ``s`` at a position (a row of ``rollouts.table_arrays``), the unknown places
-    filled from ``bag`` in order; ``taken`` set so that the cards still unseen are counted as
-    the counted view counts them (each hand's dealt cards not yet played come first)."""
-    n_players = s.held.shape[0]
-    next_card = 0
-    n_cards = 0
-    for p in range(n_players):
-        held = 0
-        hidden = 0
-        for t in range(hands.shape[1]):
-            card = hands[p, t]
-            if card == EMPTY:
-                break
-            if card == UNKNOWN:
-                card = bag[next_card]
-                next_card += 1
-                hidden += 1
-            s.hands[p, t] = card
-            held += 1
-        s.head[p] = 0
-        s.held[p] = held
-        s.taken[p] = held - hidden
-        s.alive[p] = alive[p]
-        n_cards += held
-    for t in range(pile_size):
-        s.pile[t] = pile[t]
-    s.pile_len = pile_size
-    s.n_cards = n_cards + pile_size
-    s.n_alive = 0
-    for p in range(n_players):
-        s.n_alive += alive[p]
-    s.turn, s.owed, s.court = registers[0], registers[1], registers[2]
-    s.cards, s.tricks = counters[0], counters[1]
-    s.max_cards = core.NO_LIMIT
-    s.max_tricks = core.NO_LIMIT
-    s.status = Outcome.RUNNING
-    s.winner = core.NO_SEAT
-    for p in range(n_players):
-        if s.held[p] == s.n_cards:
-            s.status = Outcome.WIN
-            s.winner = p
-
-
 ENGINE, LEARNED = 0, 1  # the simulators of _roll_positions
 
 
@@ -562,7 +518,9 @@ def _roll_positions(
             for j in range(runs):
                 if runs > 1:
                     core.shuffle(core.derive_key(key, j), bag, n_hidden)
-                _load(s, hands[i], bag, pile[i], pile_size[i], registers[i], alive[i], counters[i])
+                set_position(
+                    s, hands[i], bag, pile[i], pile_size[i], registers[i], alive[i], counters[i], core.NO_LIMIT
+                )
                 row = rows[i] + j
                 if kind == ENGINE and unlimited:
                     core.finish_now(s, True, result, work[c, 1], work[c, 2], progress[c])

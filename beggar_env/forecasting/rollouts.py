@@ -83,13 +83,16 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, 
 
 
 @jit
-def _set_position(s, hands, bag, pile, pile_size, table, alive, counters, max_cards):
-    """State ``s`` at a position, the unknown places filled from ``bag`` in order."""
+def set_position(s, hands, bag, pile, pile_size, table, alive, counters, max_cards):
+    """State ``s`` at a position (a row of :func:`table_arrays`), the unknown places filled
+    from ``bag`` in order; ``taken`` set so that the state counts the cards still unseen as
+    the counted view counts them (each hand's dealt cards not yet played come first)."""
     n_players = s.held.shape[0]
     next_card = 0
     n_cards = 0
     for p in range(n_players):
         held = 0
+        hidden = 0
         for t in range(hands.shape[1]):
             card = hands[p, t]
             if card == EMPTY:
@@ -97,11 +100,12 @@ def _set_position(s, hands, bag, pile, pile_size, table, alive, counters, max_ca
             if card == UNKNOWN:
                 card = bag[next_card]
                 next_card += 1
+                hidden += 1
             s.hands[p, t] = card
             held += 1
         s.head[p] = 0
         s.held[p] = held
-        s.taken[p] = 0
+        s.taken[p] = held - hidden
         s.alive[p] = alive[p]
         n_cards += held
     for t in range(pile_size):
@@ -144,7 +148,7 @@ def roll_position(i, positions, max_cards, k, seed, first, counts, rollouts, bag
     for j in range(runs):
         if runs > 1:
             core.shuffle(core.derive_key(key, j), bag, n_hidden)
-        _set_position(s, hands[i], bag, pile[i], pile_size[i], table[i], alive[i], counters[i], max_cards)
+        set_position(s, hands[i], bag, pile[i], pile_size[i], table[i], alive[i], counters[i], max_cards)
         core.finish_now(s, True, r, states[1], states[2], f)
         counts[i, core.outcome_label(r.winner, s.held.shape[0])] += 1
         played += r.cards - counters[i, 0]

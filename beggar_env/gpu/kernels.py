@@ -284,7 +284,7 @@ def rollouts_kernel(n_players, capacity, rollouts_module):
     position per thread, taken from the block's share as threads free up; ``counts[i]``,
     ``rollouts[i]`` and ``played[i]`` its results."""
     state_type, result_type, progress_type = record_types(n_players, capacity)
-    roll_position = twins_of(rollouts_module, ("_set_position", "roll_position"))["roll_position"]
+    roll_position = twins_of(rollouts_module, ("set_position", "roll_position"))["roll_position"]
 
     @cuda.jit
     def kernel(
