@@ -523,6 +523,7 @@ def importing(name, *args, **kwargs):
 
 
 builtins.__import__ = importing
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C live, as at a terminal, whatever the parent left
 status = cli.main(["simulate", "--games", "10", "--seed", "1", "--no-progress"])
 print(fired, file=sys.stderr)
 sys.exit(status)
