@@ -7,7 +7,8 @@ def add_parser(commands):
         help="compile every part once, so that no first use waits",
         allow_abbrev=False,
         description="Compile (or load from numba's cache) every compiled part of the package: the engine, the "
-        "envs, the datasets, the search, the cycles and the Bayes forecaster, for each player count. A first use "
+        "envs, the datasets, the search, the cycles, the Bayes forecaster and (with torch) the forecasters that play "
+        "forward, for each player count. A first use "
         "compiles only the part it runs; this does them all at once.",
     )
     w.add_argument(
