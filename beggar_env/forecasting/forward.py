@@ -36,12 +36,7 @@ from .. import checks, core, task
 from ..core import Outcome
 from ..jit import jit, parallel
 
-try:
-    import torch
-except ImportError as error:  # pragma: no cover - the message is the point
-    raise ImportError(
-        f"beggar_env.forecasting.forward needs torch: {checks.install_hint('rl')}, or a CPU-only torch build"
-    ) from error
+torch = checks.import_extra("torch", "rl", "beggar_env.forecasting.forward", "a CPU-only torch build")
 
 from .forecasters import Forecaster  # noqa: E402 (after torch's check)
 from .rollouts import set_position  # noqa: E402
@@ -221,12 +216,28 @@ def tally(n_games, n_players=2, seed=0, threads=None):
     return decode(rows, n_players), decode_outputs(merged[rows], n_players), counts.sum(axis=0)[rows]
 
 
-def codes(inputs, n_players):
-    """Each input row's row of the table (vectorised :func:`_code`)."""
-    out = np.zeros(len(inputs), np.int64)
-    for value, size in zip(inputs.T, in_sizes(n_players)):
+def _pack(rows, sizes):
+    """Each row of digits as one number, in the mixed radix ``sizes`` (the first digit most
+    significant)."""
+    out = np.zeros(len(rows), np.int64)
+    for value, size in zip(rows.T, sizes):
         out = out * size + value
     return out
+
+
+def _unpack(values, sizes):
+    """The rows of digits (n, len(sizes)) of :func:`_pack` numbers."""
+    values = np.asarray(values, np.int64).copy()
+    out = np.zeros((len(values), len(sizes)), np.int64)
+    for j, size in reversed(list(enumerate(sizes))):
+        out[:, j] = values % size
+        values //= size
+    return out
+
+
+def codes(inputs, n_players):
+    """Each input row's row of the table (vectorised :func:`_code`)."""
+    return _pack(inputs, in_sizes(n_players))
 
 
 def n_outputs(n_players):
@@ -236,30 +247,17 @@ def n_outputs(n_players):
 
 def out_codes(outputs, n_players):
     """Each output row as one number (mixed radix, as :func:`codes`)."""
-    out = np.zeros(len(outputs), np.int64)
-    for value, size in zip(outputs.T, out_sizes(n_players)):
-        out = out * size + value
-    return out
+    return _pack(outputs, out_sizes(n_players))
 
 
 def decode_outputs(values, n_players):
     """The outputs (n, 6) of :func:`out_codes` numbers."""
-    values = np.asarray(values, np.int64).copy()
-    out = np.zeros((len(values), len(OUT_NAMES)), np.int64)
-    for j, size in reversed(list(enumerate(out_sizes(n_players)))):
-        out[:, j] = values % size
-        values //= size
-    return out
+    return _unpack(values, out_sizes(n_players))
 
 
 def decode(rows, n_players):
     """The inputs (n, 6) of table rows (the inverse of :func:`codes`)."""
-    rows = np.asarray(rows, np.int64).copy()
-    out = np.zeros((len(rows), len(IN_NAMES)), np.int64)
-    for j, size in reversed(list(enumerate(in_sizes(n_players)))):
-        out[:, j] = rows % size
-        rows //= size
-    return out
+    return _unpack(rows, in_sizes(n_players))
 
 
 # ----------------------------------------------------------------- the step network
