@@ -6,6 +6,7 @@ accepts. Quoted input is cut to a bounded excerpt. The words that messages and r
 share (:func:`excerpt`, :func:`plural`, :func:`gib`) are here too.
 """
 
+import importlib
 import math
 import numbers
 import os
@@ -30,6 +31,16 @@ def install_hint(extra) -> str:
     """How to install one of the package's extras: from a checkout, where it comes from
     today, and by name once it is published on an index."""
     return f"pip install '.[{extra}]' in a checkout of beggar-env (once published: pip install 'beggar-env[{extra}]')"
+
+
+def import_extra(module, extra, user, alternative=None):
+    """``module`` (one of the extra ``extra``'s), imported, or ``ImportError`` in one line:
+    ``user`` needs it, and how to install it (or ``alternative``)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        tail = f", or {alternative}" if alternative else ""
+        raise ImportError(f"{user} needs {module}: {install_hint(extra)}{tail}") from error
 
 
 def plural(n, noun, grouped=False):

@@ -30,16 +30,11 @@ import numpy as np
 
 from .. import checks
 
-try:
-    import torch
-except ImportError as error:  # pragma: no cover - the message is the point
-    raise ImportError(
-        f"beggar_env.forecasting.sequences needs torch: {checks.install_hint('rl')}, or a CPU-only torch build"
-    ) from error
+torch = checks.import_extra("torch", "rl", "beggar_env.forecasting.sequences", "a CPU-only torch build")
 
 from .. import datasets  # noqa: E402 (after torch's check)
-from . import events
-from .forecasters import BayesMC
+from . import events  # noqa: E402
+from .forecasters import BayesMC  # noqa: E402
 
 SOFT_K = 64  # rollouts per position of the Bayes soft labels, by default
 
