@@ -240,11 +240,6 @@ def codes(inputs, n_players):
     return _pack(inputs, in_sizes(n_players))
 
 
-def n_outputs(n_players):
-    """The number of distinct outputs of the step."""
-    return int(np.prod(out_sizes(n_players)))
-
-
 def out_codes(outputs, n_players):
     """Each output row as one number (mixed radix, as :func:`codes`)."""
     return _pack(outputs, out_sizes(n_players))
