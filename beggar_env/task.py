@@ -8,6 +8,7 @@ Gymnasium ``Dict`` observation is a set of views of that row (see :class:`Layout
 Nothing here imports Gymnasium until a space is asked for.
 """
 
+import itertools
 import math
 from enum import IntEnum
 
@@ -65,20 +66,30 @@ REWARDS, STEP_UNITS, OBSERVATIONS, FORECASTS = names(Reward), names(StepUnit), n
 
 
 class Field(IntEnum):
-    """The observation fields, in the order they lie in a row."""
+    """The observation fields, in the order they lie in a row: sorted by name, the order in
+    which Gymnasium's ``Dict`` space keeps its keys, so that a row is exactly what
+    ``gymnasium.spaces.flatten`` (and ``FlattenObservation``) makes of the ``Dict``."""
 
-    HAND_SIZES = 0
-    PILE = 1
-    PILE_SIZE = 2
-    TURN = 3
-    OWED = 4
-    COURT = 5
-    ALIVE = 6
-    CARDS = 7
-    TRICKS = 8
-    HANDS = 9  # observation="full" only
-    KNOWN = 10  # observation="counted" only
-    UNSEEN = 11
+    ALIVE = 0
+    CARDS = 1
+    COURT = 2
+    HAND_SIZES = 3
+    HANDS = 4  # observation="full" only
+    KNOWN = 5  # observation="counted" only
+    OWED = 6
+    PILE = 7
+    PILE_SIZE = 8
+    TRICKS = 9
+    TURN = 10
+    UNSEEN = 11  # observation="counted" only
+
+
+def slot_names(name, shape):
+    """The names of a field's slots in a row: ``name`` for a scalar, ``name_i`` or
+    ``name_i_j`` per slot (``pile_0 .. pile_51``, ``hands_1_7``)."""
+    if shape == ():
+        return [name]
+    return [f"{name}_{'_'.join(map(str, index))}" for index in itertools.product(*map(range, shape))]
 
 
 class Layout:
@@ -93,29 +104,32 @@ class Layout:
     dealt to it and not yet seen, the class of a card it took from a pile, -1 after its
     last card; and ``unseen``, how many cards of each class nobody has seen yet.
 
-    The fields lie in :class:`Field` order; ``offsets[field]`` is where one starts in
-    the row (-1: not in this layout).
+    The fields lie in :class:`Field` order, sorted by name as Gymnasium's ``Dict`` space
+    sorts its keys: a row equals ``gymnasium.spaces.flatten(space, obs)`` of its ``Dict``
+    observation, and :attr:`columns` names its slots. ``offsets[field]`` is where one starts
+    in the row (-1: not in this layout).
     """
 
     def __init__(self, n_players, observation="public"):
         p = n_players
         level = Observation[checks.choice("observation", observation, OBSERVATIONS).upper()]
         declared = [
-            (Field.HAND_SIZES, (p,), 0, PILE_SLOTS),
-            (Field.PILE, (PILE_SLOTS,), EMPTY, Card.ACE),
-            (Field.PILE_SIZE, (), 0, PILE_SLOTS),
-            (Field.TURN, (), 0, p - 1),
-            (Field.OWED, (), 0, Card.ACE),
-            (Field.COURT, (), EMPTY, p - 1),
             (Field.ALIVE, (p,), 0, 1),
             (Field.CARDS, (), 0, INT32_MAX),
+            (Field.COURT, (), EMPTY, p - 1),
+            (Field.HAND_SIZES, (p,), 0, PILE_SLOTS),
+            (Field.OWED, (), 0, Card.ACE),
+            (Field.PILE, (PILE_SLOTS,), EMPTY, Card.ACE),
+            (Field.PILE_SIZE, (), 0, PILE_SLOTS),
             (Field.TRICKS, (), 0, INT32_MAX),
+            (Field.TURN, (), 0, p - 1),
         ]
         if level == Observation.FULL:
             declared.append((Field.HANDS, (p, PILE_SLOTS), EMPTY, Card.ACE))
         if level == Observation.COUNTED:
             declared.append((Field.KNOWN, (p, PILE_SLOTS), UNKNOWN, Card.ACE))
             declared.append((Field.UNSEEN, (core.N_CLASSES,), 0, PILE_SLOTS))
+        declared.sort(key=lambda entry: entry[0])
         self.observation = level
         self.fields = [(field.name.lower(), shape, low, high) for field, shape, low, high in declared]
         self.offsets = np.full(len(Field), -1, np.int64)
@@ -127,6 +141,7 @@ class Layout:
             self.slices[field.name.lower()] = (slice(start, start + size), shape)
             start += size
         self.size = start
+        self.columns = [column for name, shape, _, _ in self.fields for column in slot_names(name, shape)]
         self._row_index = [  # (k, ...) gives a 0-d view where row[k] would give a scalar
             (name, (cut.start, Ellipsis) if shape == () else cut) for name, (cut, shape) in self.slices.items()
         ]
@@ -313,51 +328,67 @@ def unbatched(infos, i=0):
 @jit
 def write_observation(s, out, settings):
     """Write state ``s`` into the flat row ``out``, field after field in :class:`Field`
-    order, as :class:`Layout` declares them (a test checks every field of every level).
+    order, as :class:`Layout` declares them (a test checks every field of every level
+    against Gymnasium's ``flatten``).
 
     The offsets are counted here rather than read from the layout: stores to ``out``
     could alias offsets read from memory, which costs the env a fifth of its speed."""
     n_players = s.held.shape[0]
-    mask = s.pile.shape[0] - 1
     k = 0
-    for p in range(n_players):
-        out[k + p] = s.held[p]
-    k += n_players
-    for j in range(PILE_SLOTS):
-        out[k + j] = s.pile[j] if j < s.pile_len else EMPTY
-    k += PILE_SLOTS
-    out[k] = s.pile_len
-    out[k + 1] = s.turn
-    out[k + 2] = s.owed
-    out[k + 3] = s.court
-    k += 4
     for p in range(n_players):
         out[k + p] = s.alive[p]
     k += n_players
     out[k] = min(s.cards, INT32_MAX)
-    out[k + 1] = min(s.tricks, INT32_MAX)
+    out[k + 1] = s.court
     k += 2
+    for p in range(n_players):
+        out[k + p] = s.held[p]
+    k += n_players
     if settings.observation == Observation.FULL:
-        for p in range(n_players):
-            head = s.head[p]
-            for j in range(PILE_SLOTS):
-                out[k + j] = s.hands[p, (head + j) & mask] if j < s.held[p] else EMPTY
-            k += PILE_SLOTS
+        k = _write_hands(s, out, k)
     elif settings.observation == Observation.COUNTED:
-        unseen = k + n_players * PILE_SLOTS
-        for c in range(core.N_CLASSES):
-            out[unseen + c] = 0
-        for p in range(n_players):
-            head = s.head[p]
-            hidden = core.dealt_left(s, p)
-            for j in range(PILE_SLOTS):
-                if j < hidden:
-                    card = s.hands[p, (head + j) & mask]
-                    out[unseen + card] += 1
-                    out[k + j] = UNKNOWN
-                else:
-                    out[k + j] = s.hands[p, (head + j) & mask] if j < s.held[p] else EMPTY
-            k += PILE_SLOTS
+        k = _write_known(s, out, k, k + n_players * PILE_SLOTS + 1 + PILE_SLOTS + 3)  # owed, pile, pile_size, tricks, turn
+    out[k] = s.owed
+    k += 1
+    for j in range(PILE_SLOTS):
+        out[k + j] = s.pile[j] if j < s.pile_len else EMPTY
+    k += PILE_SLOTS
+    out[k] = s.pile_len
+    out[k + 1] = min(s.tricks, INT32_MAX)
+    out[k + 2] = s.turn
+
+
+@jit
+def _write_hands(s, out, k):
+    """``hands``: every hand's classes from the top, from ``out[k]``; returns the next offset."""
+    mask = s.pile.shape[0] - 1
+    for p in range(s.held.shape[0]):
+        head = s.head[p]
+        for j in range(PILE_SLOTS):
+            out[k + j] = s.hands[p, (head + j) & mask] if j < s.held[p] else EMPTY
+        k += PILE_SLOTS
+    return k
+
+
+@jit
+def _write_known(s, out, k, unseen):
+    """``known`` from ``out[k]`` and ``unseen`` from ``out[unseen]`` (the row's last field);
+    returns the offset after ``known``."""
+    mask = s.pile.shape[0] - 1
+    for c in range(core.N_CLASSES):
+        out[unseen + c] = 0
+    for p in range(s.held.shape[0]):
+        head = s.head[p]
+        hidden = core.dealt_left(s, p)
+        for j in range(PILE_SLOTS):
+            if j < hidden:
+                card = s.hands[p, (head + j) & mask]
+                out[unseen + card] += 1
+                out[k + j] = UNKNOWN
+            else:
+                out[k + j] = s.hands[p, (head + j) & mask] if j < s.held[p] else EMPTY
+        k += PILE_SLOTS
+    return k
 
 
 @jit

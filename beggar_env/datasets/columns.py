@@ -9,7 +9,7 @@ code. Column-major buffers of these types are what the compiled kernels write an
 pyarrow wraps them without copying.
 """
 
-import itertools
+import math
 
 import numpy as np
 from numba import prange
@@ -55,23 +55,15 @@ def smallest_type(low, high):
     raise ValueError(f"no observation column type holds {low}..{high}")  # rows are int32: cannot happen
 
 
-def slot_names(name, shape):
-    """The column names of a field: ``name`` for a scalar, ``name_i`` or ``name_i_j`` per slot."""
-    if shape == ():
-        return [name]
-    return [f"{name}_{'_'.join(map(str, index))}" for index in itertools.product(*map(range, shape))]
-
-
 class ObservationColumns:
     """The columns of a :class:`task.Layout`'s flat rows, in row order: ``names[j]`` and
     ``types[j]`` are column j's, ``index[name]`` its j."""
 
     def __init__(self, layout):
-        self.names, self.types = [], []
-        for name, shape, low, high in layout.fields:
-            names = slot_names(name, shape)
-            self.names += names
-            self.types += [smallest_type(low, high)] * len(names)
+        self.names = list(layout.columns)
+        self.types = [
+            smallest_type(low, high) for name, shape, low, high in layout.fields for _ in range(math.prod(shape))
+        ]
         self.index = {name: j for j, name in enumerate(self.names)}
         clashes = {name for name, _ in (*LEADING, *TRAILING, WEIGHT)} & set(self.names)
         if clashes or len(self.index) < len(self.names):

@@ -19,8 +19,11 @@ from .samples import GAMES_PER_WRITE, most_samples, parse_samples, play_games, s
 class Dataset:
     """Samples of random games (rows), with the outcome of each sample's game.
 
-    ``observations`` is (n_samples, width) int32 in the env's flat layout; ``fields``
-    gives them by name (views, as the env's ``Dict`` observation). Per sample: ``game``
+    ``observations`` is (n_samples, width) int32, each row exactly what
+    ``gymnasium.spaces.flatten(env.observation_space, obs)`` (and ``FlattenObservation``)
+    gives for that position: the fields sorted by name, ``columns`` names each slot
+    (``alive_0, ..., pile_0, ...``), and ``fields`` gives them by name (views, as the env's
+    ``Dict`` observation). Per sample: ``game``
     (its game's index), ``outcome`` (1 win, 2 cycle, 3 limit: ``beggar_env.OUTCOMES``),
     ``winner`` (seat, -1 none), ``label`` (the env's forecast label: the winner, or
     n_players for none), ``game_cards`` and ``game_tricks`` (its game's length, to the
@@ -49,6 +52,11 @@ class Dataset:
         return len(self.observations)
 
     @property
+    def columns(self) -> list:
+        """The name of each column of :attr:`observations`, in order (as on disk)."""
+        return list(self.layout.columns)
+
+    @property
     def fields(self) -> dict:
         return self.layout.split(self.observations)
 
@@ -70,19 +78,46 @@ class Dataset:
         return the path written. The file is replaced whole or not at all."""
         arrays = {name: getattr(self, name) for name in self.ARRAYS}
         meta = dict(n_players=self.n_players, observation=self.observation, samples=self.samples, seed=self.seed)
-        return files.save_npz(path, **arrays, **meta)
+        return files.save_npz(path, **arrays, **meta, columns=np.array(self.columns))
+
+
+# The field order of the rows of files saved before the rows took Gymnasium's sorted order
+# (beggar-env 0.1.0 before issue 36): such a file has no ``columns`` and is read back by it.
+UNSORTED_FIELDS = ("hand_sizes", "pile", "pile_size", "turn", "owed", "court", "alive", "cards", "tricks")
+UNSORTED_EXTRAS = {"public": (), "full": ("hands",), "counted": ("known", "unseen")}
+
+
+def unsorted_columns(layout, observation):
+    """The column names of a row in the unsorted field order of older files."""
+    shapes = {name: shape for name, shape, _, _ in layout.fields}
+    order = UNSORTED_FIELDS + UNSORTED_EXTRAS[observation]
+    return [column for name in order for column in task.slot_names(name, shapes[name])]
 
 
 def read_npz(path) -> Dataset:
-    """A :class:`Dataset` saved with :meth:`Dataset.save`."""
+    """A :class:`Dataset` saved with :meth:`Dataset.save`; its rows are put in today's
+    column order by their names (a file saved before the rows were sorted, with no
+    ``columns``, by the order it was written in), so no file is read with its columns
+    permuted."""
     with np.load(path, allow_pickle=False) as data:
-        return Dataset(
+        dataset = Dataset(
             **{name: data[name] for name in Dataset.ARRAYS},
             n_players=int(data["n_players"]),
             observation=str(data["observation"]),
             samples=str(data["samples"]),
             seed=int(data["seed"]),
         )
+        written = [str(c) for c in data["columns"]] if "columns" in data else None
+    if written is None:
+        written = unsorted_columns(dataset.layout, dataset.observation)
+    if dataset.observations.ndim != 2 or dataset.observations.shape[1] != len(written):
+        raise ValueError(f"{path}: its observations are not rows of {len(written)} columns")
+    if written != dataset.columns:
+        if sorted(written) != sorted(dataset.columns):
+            raise ValueError(f"{path}: its columns are not those of {dataset.observation!r} observations")
+        where = {name: j for j, name in enumerate(written)}
+        dataset.observations = np.ascontiguousarray(dataset.observations[:, [where[c] for c in dataset.columns]])
+    return dataset
 
 
 def generate(

@@ -11,6 +11,7 @@ from .render import pillow_installed
 _ONE = np.ones(1, np.bool_)
 _PLAIN_INTS = (int, np.int64)
 RENDER_MODES = ("ansi", "rgb_array")  # accepted always: SB3's make_vec_env asks for rgb_array whatever it needs
+SINGLE_RENDER_MODES = ("human", *RENDER_MODES)  # one env's: "human" shows its own table (not the vector env's)
 
 
 def make(render_mode: str | None = None, **options) -> "BeggarEnv":
@@ -18,7 +19,7 @@ def make(render_mode: str | None = None, **options) -> "BeggarEnv":
     render mode that is not a string would otherwise fail inside ``gymnasium.make``)."""
     if render_mode is not None and not isinstance(render_mode, str):
         raise TypeError(
-            f"render_mode must be None or one of {', '.join(map(repr, RENDER_MODES))}, "
+            f"render_mode must be None or one of {', '.join(map(repr, SINGLE_RENDER_MODES))}, "
             f"not {type(render_mode).__name__} {checks.excerpt(render_mode)}"
         )
     return BeggarEnv(render_mode=render_mode, **options)
@@ -40,29 +41,30 @@ class BeggarEnv(gym.Env):
     weights over the same outcomes, normalised by the env (they must not all be zero).
 
     ## Observation space
-    A ``Dict`` of int32 arrays, new on every call. ``observation="public"`` (what
-    players at the table see):
+    A ``Dict`` of int32 arrays, new on every call. Its keys are sorted by name, as
+    Gymnasium's ``Dict`` keeps them, and this table lists them in that order: it is the
+    order of every flat row of the package (``gymnasium.spaces.flatten``,
+    ``FlattenObservation``, ``beggar_env.envs.sb3.make``, the vector env's rows and every
+    dataset row, whose columns are named ``alive_0 .. pile_51 .. turn``: one layout).
+    ``public`` fields are what players at the table see; ``counted`` adds what a perfect
+    card-counter knows from the public history (``docs/forecasting.md``); ``full`` adds
+    every hand, which makes the outcome computable (for oracle baselines). In ``known``, a
+    card dealt to a hand and not yet seen is -2; a card it took from a pile shows its class.
 
-    | key | shape | meaning |
-    |---|---|---|
-    | ``hand_sizes`` | (n_players,) | cards in each hand |
-    | ``pile`` | (52,) | the pile in play order: 0 numeral, 1 J, 2 Q, 3 K, 4 A; -1 = empty slot |
-    | ``pile_size`` | () | cards in the pile |
-    | ``turn`` | () | the seat to play next |
-    | ``owed`` | () | cards still owed to ``court`` (0: none) |
-    | ``court`` | () | the seat that laid the last court card, -1 if none |
-    | ``alive`` | (n_players,) | 1 for seats still in the game |
-    | ``cards`` | () | cards played so far |
-    | ``tricks`` | () | piles taken so far |
-
-    ``observation="counted"`` adds what a perfect card-counter knows from the public
-    history (``docs/forecasting.md``): ``known`` (n_players, 52), every hand from the top,
-    -2 for a card dealt to it and not yet seen, the class of a card it took from a pile, -1
-    after its last card; and ``unseen`` (5,), how many cards of each class nobody has seen.
-    ``observation="full"`` adds ``hands`` (n_players, 52) to the public fields: every
-    hand's classes from the top, -1 after the last card. It makes the outcome computable
-    (for oracle baselines). ``gymnasium.wrappers.FlattenObservation`` turns any of them
-    into one vector.
+    | key | shape | level | meaning |
+    |---|---|---|---|
+    | ``alive`` | (n_players,) | all | 1 for seats still in the game |
+    | ``cards`` | () | all | cards played so far |
+    | ``court`` | () | all | the seat that laid the last court card, -1 if none |
+    | ``hand_sizes`` | (n_players,) | all | cards in each hand |
+    | ``hands`` | (n_players, 52) | full | every hand's classes from the top, -1 after the last card |
+    | ``known`` | (n_players, 52) | counted | every hand from the top: -2 not yet seen, else its class, -1 after it |
+    | ``owed`` | () | all | cards still owed to ``court`` (0: none) |
+    | ``pile`` | (52,) | all | the pile in play order: 0 numeral, 1 J, 2 Q, 3 K, 4 A; -1 = empty slot |
+    | ``pile_size`` | () | all | cards in the pile |
+    | ``tricks`` | () | all | piles taken so far |
+    | ``turn`` | () | all | the seat to play next |
+    | ``unseen`` | (5,) | counted | how many cards of each class nobody has seen yet |
 
     ## Rewards
     Every step scores the forecast against the true outcome at once (a dense reward):
@@ -102,18 +104,25 @@ class BeggarEnv(gym.Env):
     ``gym.make("Beggar-v0", n_players=2, step_unit="card", observation="public",
     forecast="label", reward="accuracy", max_cards=None, render_mode=None)``;
     ``observation`` is ``"public"``, ``"counted"`` or ``"full"`` (above);
-    ``render_mode`` is ``"ansi"`` (a text table) or ``"rgb_array"`` (a picture of the
-    table: hands as card backs with their counts, the pile face up, the honour owed;
-    drawn with Pillow, the ``render`` extra: ``pip install '.[render]'`` in a checkout; without
-    it the env is made and played, ``render()`` says how to install it, and ``metadata``
-    lists ``"ansi"`` alone, so that ``check_env`` checks what can be drawn). ``max_cards`` is None or
+    ``render_mode`` is ``"human"`` (the text table printed on standard output at every
+    ``reset`` and ``step``, at most ``metadata["render_fps"]`` (4) a second: a game at a pace
+    one can follow; ``render()`` returns None), ``"ansi"`` (the text table, returned) or
+    ``"rgb_array"`` (a picture of the table: hands as card backs with their counts, the pile
+    face up, the honour owed; drawn with Pillow, the ``render`` extra: ``pip install
+    '.[render]'`` in a checkout; without it the env is made and played, ``render()`` says how
+    to install it, and ``metadata`` lists ``"human"`` and ``"ansi"`` alone, so that
+    ``check_env`` checks what can be drawn). ``gymnasium.wrappers.RecordVideo`` films
+    ``"rgb_array"`` (it writes with moviepy, the ``video`` extra). ``max_cards`` is None or
     0 .. 2**63-1. ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
 
     ## Version history
     * v0: initial version.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"] if pillow_installed() else ["ansi"], "render_fps": 4}
+    metadata = {
+        "render_modes": list(SINGLE_RENDER_MODES if pillow_installed() else SINGLE_RENDER_MODES[:2]),
+        "render_fps": 4,
+    }
 
     def __init__(
         self,
@@ -126,9 +135,10 @@ class BeggarEnv(gym.Env):
         render_mode: str | None = None,
     ):
         self.config = task.EnvConfig(
-            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES
+            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, SINGLE_RENDER_MODES
         )
         self.render_mode = render_mode
+        self._terminal = None  # render_mode="human": its frames' pace (render.Terminal), made at the first frame
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:  # asked for without Pillow
             self.metadata = {**self.metadata, "render_modes": [*self.metadata["render_modes"], render_mode]}
         self.observation_space = self.config.layout.space()
@@ -208,6 +218,8 @@ class BeggarEnv(gym.Env):
             deal = c.check_deal(deal)
             task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, self._obs)
         self._started = self._playing = True
+        if self.render_mode == "human":
+            self.render()
         return self._observation(), self._info(self._status[0] != Outcome.RUNNING)
 
     def step(self, action):
@@ -222,6 +234,8 @@ class BeggarEnv(gym.Env):
         self._step_kernel(*self._step_args)
         over = self._terminated.item(0) != 0
         self._playing = not over
+        if self.render_mode == "human":
+            self.render()
         return self._observation(), self._reward.item(0), over, False, self._info(over)
 
     def bound_step_types_match(self):
@@ -247,4 +261,9 @@ class BeggarEnv(gym.Env):
         table = self.config.layout.split(self._obs[0])
         if self.render_mode == "ansi":
             return render.text_table(table)
+        if self.render_mode == "human":
+            if self._terminal is None:
+                self._terminal = render.Terminal(self.metadata["render_fps"])
+            self._terminal.show(render.text_table(table))
+            return None
         return render.draw_table(table)
