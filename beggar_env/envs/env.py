@@ -105,14 +105,15 @@ class BeggarEnv(gym.Env):
     forecast="label", reward="accuracy", max_cards=None, render_mode=None)``;
     ``observation`` is ``"public"``, ``"counted"`` or ``"full"`` (above);
     ``render_mode`` is ``"human"`` (the text table printed on standard output at every
-    ``reset`` and ``step``, at most ``metadata["render_fps"]`` (4) a second: a game at a pace
-    one can follow; ``render()`` returns None), ``"ansi"`` (the text table, returned) or
-    ``"rgb_array"`` (a picture of the table: hands as card backs with their counts, the pile
-    face up, the honour owed; drawn with Pillow, the ``render`` extra: ``pip install
-    '.[render]'`` in a checkout; without it the env is made and played, ``render()`` says how
-    to install it, and ``metadata`` lists ``"human"`` and ``"ansi"`` alone, so that
-    ``check_env`` checks what can be drawn). ``gymnasium.wrappers.RecordVideo`` films
-    ``"rgb_array"`` (it writes with moviepy, the ``video`` extra). ``max_cards`` is None or
+    ``reset`` and ``step``, at most ``metadata["render_fps"]`` (4) steps a second: a game at
+    a pace one can follow; ``render()`` prints it again and returns None), ``"ansi"`` (the
+    text table, returned) or ``"rgb_array"`` (a picture of the table: hands as card backs
+    with their counts, the pile face up, the honour owed; drawn with Pillow, the ``render``
+    extra: ``pip install '.[render]'`` in a checkout; without it the env is made and played,
+    ``render()`` says how to install it, and ``metadata`` lists ``"human"`` and ``"ansi"``
+    alone, so that ``check_env`` checks what can be drawn). ``gymnasium.wrappers.RecordVideo``
+    films ``"rgb_array"`` (it writes with moviepy: the ``video`` extra); the vector env draws
+    ``"ansi"`` and ``"rgb_array"``, one table per env. ``max_cards`` is None or
     0 .. 2**63-1. ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
 
     ## Version history
@@ -219,7 +220,7 @@ class BeggarEnv(gym.Env):
             task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, self._obs)
         self._started = self._playing = True
         if self.render_mode == "human":
-            self.render()
+            self._show(paced=False)
         return self._observation(), self._info(self._status[0] != Outcome.RUNNING)
 
     def step(self, action):
@@ -235,7 +236,7 @@ class BeggarEnv(gym.Env):
         over = self._terminated.item(0) != 0
         self._playing = not over
         if self.render_mode == "human":
-            self.render()
+            self._show(paced=True)
         return self._observation(), self._reward.item(0), over, False, self._info(over)
 
     def bound_step_types_match(self):
@@ -258,12 +259,18 @@ class BeggarEnv(gym.Env):
             return None
         from . import render
 
+        if self.render_mode == "human":
+            return self._show(paced=False)
         table = self.config.layout.split(self._obs[0])
         if self.render_mode == "ansi":
             return render.text_table(table)
-        if self.render_mode == "human":
-            if self._terminal is None:
-                self._terminal = render.Terminal(self.metadata["render_fps"])
-            self._terminal.show(render.text_table(table))
-            return None
         return render.draw_table(table)
+
+    def _show(self, paced):
+        """``render_mode="human"``: print the table; ``paced`` (a step's), not sooner than
+        ``1 / render_fps`` seconds after the last."""
+        from . import render
+
+        if self._terminal is None:
+            self._terminal = render.Terminal(self.metadata["render_fps"])
+        self._terminal.show(render.text_table(self.config.layout.split(self._obs[0])), paced)

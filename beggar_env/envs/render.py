@@ -4,10 +4,13 @@ Both functions take ``table``, the public observation of ``Beggar-v0`` (a dict o
 arrays: ``hand_sizes``, ``pile``, ``pile_size``, ``turn``, ``owed``, ``court``, ``alive``,
 ``cards``, ``tricks``; other keys, such as ``hands``, are ignored).
 :func:`text_table` writes it as plain text, :func:`draw_table` draws it as an RGB image
-with Pillow (imported only when a picture is asked for).
+with Pillow (imported only when a picture is asked for); :class:`Terminal` shows the text
+on the terminal at a steady pace (``render_mode="human"``).
 """
 
 import math
+import sys
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -75,6 +78,25 @@ def text_table(table):
     lines.append(f"pile ({len(t.pile)}): {_pile_text(t.pile)}")
     lines.append(_owed_text(t))
     return "\n".join(lines)
+
+
+class Terminal:
+    """Frames of text printed on standard output, what ``render_mode="human"`` shows: each
+    frame is followed by a blank line, and a paced frame (a step's) waits until ``1 / fps``
+    seconds after the last frame, so that a game plays at a pace one can follow (a slower
+    program does not wait)."""
+
+    def __init__(self, fps):
+        self.fps = checks.number("render_fps", fps, 0, strict=True)
+        self.shown_at = None  # time.monotonic() of the last frame
+
+    def show(self, text, paced=True):
+        if paced and self.shown_at is not None:
+            wait = self.shown_at + 1 / self.fps - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        print(text, end="\n\n", file=sys.stdout, flush=True)
+        self.shown_at = time.monotonic()
 
 
 # --------------------------------------------------------------------------- picture

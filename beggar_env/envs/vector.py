@@ -49,7 +49,11 @@ class BeggarVectorEnv(VectorEnv):
     parallel compiled call over all envs.
     """
 
-    metadata = {**BeggarEnv.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {
+        **BeggarEnv.metadata,
+        "render_modes": [mode for mode in BeggarEnv.metadata["render_modes"] if mode in RENDER_MODES],  # not "human"
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+    }
 
     def __init__(
         self,
