@@ -534,3 +534,93 @@ sys.exit(status)
 def test_a_signal_that_an_import_would_drop_stops_the_command(tmp_path, name, status, words):
     run = run_child(tmp_path, SWALLOWED_IN_IMPORT, name, own_cache=False)
     assert run.returncode == status and run.stderr.splitlines() == [f"beggar: {words}", "['numba']"], run.stderr
+
+
+# ------------------------------------------------- the edges of a run: its start and its end
+
+SIGNALS = [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
+
+AT_THE_START = """
+import os, signal, sys
+sys.orig_argv = [sys.executable, os.path.join("bin", "beggar"), "play", "--index", "5"]  # as the command's script
+import beggar_env.cli  # the script's import: the command's handlers are in place from its first lines
+os.kill(os.getpid(), getattr(signal, sys.argv[1]))  # before run() and main() take over
+print("not stopped", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("name, status, words", SIGNALS)
+def test_a_signal_before_the_command_runs_ends_it_with_its_status_and_one_line(tmp_path, name, status, words):
+    run = run_child(tmp_path, AT_THE_START, name, own_cache=False)
+    assert run.returncode == status and run.stderr.splitlines() == [f"beggar: {words}"], run.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        (["/usr/bin/python3", "/venv/bin/beggar", "play", "-/-"], True),
+        (["python", "-m", "beggar_env.cli", "simulate"], True),
+        (["python", "-X", "importtime", "-m", "beggar_env.cli"], True),
+        (["python", "-m", "pytest", "tests"], False),
+        (["python", "-c", "import beggar_env.cli"], False),
+        (["python", "train.py", "beggar"], False),
+    ],
+)
+def test_only_the_command_itself_puts_its_handlers_in_at_import(monkeypatch, argv, command):
+    from beggar_env import cli
+
+    monkeypatch.setattr(sys, "orig_argv", argv)
+    assert cli._is_the_command() is command  # noqa: SLF001
+
+
+AT_THE_END = """
+import atexit, os, signal, sys, time
+from beggar_env import cli
+
+cli.main = lambda argv=None: print("played") or 0  # a run that succeeded
+atexit.register(lambda: (os.kill(os.getpid(), getattr(signal, sys.argv[1])), time.sleep(0.5)))  # in the teardown
+cli.run()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_successful_run_ends_without_a_teardown_a_signal_could_interrupt(tmp_path, name):
+    run = run_child(tmp_path, AT_THE_END, name, own_cache=False)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "played\n", "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, status, words", SIGNALS)
+def test_a_signal_as_a_successful_run_ends_gives_its_status_or_none(tmp_path, name, status, words):
+    from conftest import beggar_process
+
+    for delay in range(12):
+        process = beggar_process("play", "--index", "5", cwd=tmp_path)
+        assert process.stdout.readline().startswith("deal 5")  # the result: the run is at its end
+        time.sleep(0.003 * delay)
+        process.send_signal(getattr(signal, name))
+        _, stderr = process.communicate(timeout=60)
+        lines = notice_free(stderr)
+        assert process.returncode in (0, status) and lines in ([], [f"beggar: {words}"]), (delay, stderr)
+        assert (process.returncode == 0) == (lines == []), (delay, stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, status, words", SIGNALS)
+def test_a_signal_at_any_moment_after_the_interpreter_starts_gives_its_status_and_one_line(
+    tmp_path, name, status, words
+):
+    from conftest import beggar_process
+
+    started = time.perf_counter()
+    idle = subprocess.run([sys.executable, "-c", "import beggar_env.cli"], capture_output=True, timeout=60)
+    ready = time.perf_counter() - started  # the interpreter's start and the cli's import, before which it is Python's
+    assert idle.returncode == 0
+    for step in range(10):
+        process = beggar_process("play", "--index", "5", cwd=tmp_path)
+        time.sleep(ready + 0.1 * step)
+        process.send_signal(getattr(signal, name))
+        _, stderr = process.communicate(timeout=60)
+        lines = notice_free(stderr)
+        assert "Traceback" not in stderr and process.returncode in (0, status), (step, stderr)
+        assert lines == ([] if process.returncode == 0 else [f"beggar: {words}"]), (step, stderr)
