@@ -7,9 +7,11 @@ is removed by the next run."""
 
 import errno
 import json
+import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +56,8 @@ def _output_path(path, suffix):
         raise ValueError(f"cannot write in {folder} (permission denied)")
     if os.path.isdir(text):
         raise ValueError(f"{text!r} is a folder")
+    if os.path.exists(text) and not os.path.isfile(text):  # replacing a device or a FIFO (as root: /dev/zero)
+        raise ValueError(f"{text!r} is not a regular file (a device, a FIFO or a socket): give a file name")
     check_name_length(text)
     return text
 
@@ -188,27 +192,88 @@ def write_json(path, record):
 # ------------------------------------------------------------------------ reading
 
 MESSAGE = 200  # characters of a schema's complaint quoted in an error message
+JSON_BYTES = 64 * 2**20  # the most read_json reads of a file by default (a report: kilobytes)
 
 
-def read_json(path, schema=None) -> dict:
-    """The JSON object in ``path``, checked against ``schema`` (a JSON Schema) if given:
-    ``ValueError``, one line naming the file and the first thing wrong (no NaN nor
-    infinity, which Python's json would take and JSON has not)."""
-
-    def refuse(constant):
-        raise ValueError(f"{constant} is not a JSON number")
-
+def read_bytes(path, limit) -> bytes:
+    """The whole of the regular file ``path``, at most ``limit`` bytes: ``ValueError``, one
+    line naming the file, for anything else (a missing file, a folder, a device such as
+    ``/dev/zero``, a FIFO, which is opened without waiting for a writer, or a file over the
+    limit), so that no read runs out of memory or blocks."""
+    where = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f, parse_constant=refuse)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise ValueError(f"{os.fspath(path)} does not exist") from None
-    except (OSError, ValueError, RecursionError) as error:
-        reason = getattr(error, "strerror", None) or str(error).splitlines()[0] or type(error).__name__
+        raise ValueError(f"{where} does not exist") from None
+    except OSError as error:
+        raise ValueError(f"{where} cannot be read: {os.strerror(error.errno) if error.errno else error}") from None
+    try:
+        return _bounded(fd, where, limit)
+    finally:
+        os.close(fd)
+
+
+def _bounded(fd, where, limit):
+    mode = os.fstat(fd)
+    if not stat.S_ISREG(mode.st_mode):
+        raise ValueError(f"{where} is not a regular file (it is {_file_kind(mode.st_mode)}): give a file")
+    if mode.st_size > limit:
+        raise ValueError(f"{where} is {mode.st_size:,} bytes, more than the {limit:,} this file may hold")
+    chunks, size = [], 0
+    try:
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 2**24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise ValueError(f"{where} cannot be read: {os.strerror(error.errno) if error.errno else error}") from None
+    if size > limit:  # it grew while read
+        raise ValueError(f"{where} is more than the {limit:,} bytes this file may hold")
+    return b"".join(chunks)
+
+
+def _file_kind(mode):
+    kinds = {stat.S_ISDIR: "a folder", stat.S_ISCHR: "a device", stat.S_ISBLK: "a device", stat.S_ISFIFO: "a FIFO"}
+    return next((words for test, words in kinds.items() if test(mode)), "a socket or other special file")
+
+
+def read_text(path, limit) -> str:
+    """The UTF-8 text of the regular file ``path``, at most ``limit`` bytes (see :func:`read_bytes`)."""
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{os.fspath(path)} is not UTF-8 text (byte {error.start:,})") from None
+
+
+def read_json(path, schema=None, limit=JSON_BYTES) -> dict:
+    """The JSON object in ``path`` (a regular file of at most ``limit`` bytes, see
+    :func:`read_bytes`), checked against ``schema`` (a JSON Schema) if given:
+    ``ValueError``, one line naming the file and the first thing wrong (no NaN nor
+    infinity, which Python's json would take and JSON has not, nor a number too large
+    for a float, such as 1e400, which it would read as infinity)."""
+    text = read_text(path, limit)
+    try:
+        record = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    except (ValueError, RecursionError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(f"{os.fspath(path)} cannot be read as JSON: {reason}") from None
     if schema is not None:
         check_schema(record, schema, os.fspath(path))
     return record
+
+
+def _refuse_constant(constant):
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond the range of a float")
+    return value
 
 
 def check_schema(record, schema, where):

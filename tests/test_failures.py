@@ -5,9 +5,11 @@ while working), and nothing left behind by a killed run."""
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import gymnasium as gym
 import numpy as np
@@ -431,3 +433,158 @@ def test_a_split_name_too_long_for_a_folder_is_refused_before_any_work(tmp_path,
     err = without_notice(capsys.readouterr().err).strip().splitlines()
     assert status == 2 and len(err) == 1 and "--split" in err[0] and "warmup" not in err[0], err
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------ reads: regular files only, each bounded
+
+
+@pytest.fixture
+def special(tmp_path):
+    """Files no read may take: a link to a device (/dev/null here: /dev/zero, endless, is
+    for a child with bounded memory below), a FIFO (no writer: a plain read would wait
+    forever), a folder; each with the suffix its reader expects."""
+
+    def make(suffix):
+        device, fifo, folder = (tmp_path / f"{name}{suffix}" for name in ("device", "fifo", "folder"))
+        device.symlink_to("/dev/null")
+        os.mkfifo(fifo)
+        folder.mkdir()
+        return {"a device": device, "a FIFO": fifo, "a folder": folder}
+
+    return make
+
+
+def within(call, seconds=20):
+    """What ``call()`` returns or raises, run in a thread; the test fails if it takes more
+    than ``seconds`` (a read that waits on a FIFO)."""
+    import threading
+
+    outcome = []
+
+    def attempt():
+        try:
+            outcome.append(call())
+        except BaseException as error:  # noqa: BLE001 (handed to the test)
+            outcome.append(error)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, "still reading"
+    return outcome[0]
+
+
+class StillReading(BaseException):
+    pass
+
+
+@contextmanager
+def deadline(seconds):
+    """Fail the block (:class:`StillReading`) if it runs more than ``seconds``."""
+
+    def alarm(signum, frame):
+        raise StillReading
+
+    before = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def refused_at_once(call):
+    error = within(call)
+    assert isinstance(error, ValueError), error
+    return str(error)
+
+
+def test_every_reader_refuses_what_is_not_a_regular_file_at_once(special):
+    from beggar_env.cycles import insertion, records
+    from beggar_env.forecasting import Report
+
+    readers = {
+        ".json": [files.read_json, records.read_census, insertion.starts_of, Report.load],
+        ".jsonl": [lambda path: finds.FindsFile.read(path)],
+    }
+    for suffix, calls in readers.items():
+        for kind, path in special(suffix).items():
+            for read in calls:
+                message = refused_at_once(lambda: read(path))
+                assert str(path) in message and "not a regular file" in message, (kind, message)
+
+
+def test_a_resume_or_an_output_that_is_no_regular_file_is_refused_before_any_work(special):
+    from beggar_env.cycles import census
+
+    for kind, path in special(".json").items():
+        message = refused_at_once(lambda: census.census(2, "every", deck="JQ--", out=path, resume=True))
+        assert "not a regular file" in message or "is a folder" in message, (kind, message)
+    for kind, path in special(".jsonl").items():
+        message = refused_at_once(lambda: search(2, deals=1, seed=1, out=path, resume=True))
+        assert "not a regular file" in message or "is a folder" in message, (kind, message)
+        assert not os.path.exists(path.parent / f".{path.name}.lock"), kind
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cycles", "census", "--source", "every", "--deck", "JQ--", "--out", "{}.json", "--resume"],
+        ["cycles", "grow", "--census", "{}.json"],
+        ["search", "--deals", "1", "--out", "{}.jsonl", "--resume"],
+    ],
+)
+def test_the_commands_refuse_a_file_that_is_no_regular_file_in_one_line(special, capsys, args):
+    suffix = args[[i for i, word in enumerate(args) if "{}" in word][0]].split("}")[1]
+    for kind, path in special(suffix).items():
+        line = [word.replace(f"{{}}{suffix}", str(path)) for word in args]
+        with deadline(20):  # the command runs in the main thread: an alarm, not a thread, stops a wait
+            run = beggar_in_process(capsys, *line)
+        one_line(run, 2, str(path))
+        assert "regular file" in run.stderr or "folder" in run.stderr, (kind, run.stderr)
+
+
+def test_a_file_over_its_kinds_limit_is_refused_naming_the_file_and_the_limit(tmp_path, monkeypatch):
+    from beggar_env.cycles import records
+
+    path = tmp_path / "big.json"
+    path.write_text("[" + " " * 100 + "]")
+    assert files.read_json(path, limit=102) == []
+    with pytest.raises(ValueError, match=f"{path} is 102 bytes, more than the 101 this file may hold"):
+        files.read_json(path, limit=101)
+    monkeypatch.setattr(records, "CENSUS_BYTES", 50)
+    with pytest.raises(ValueError, match=f"{path} is 102 bytes, more than the 50"):
+        records.read_census(path)
+    monkeypatch.setattr(finds, "FINDS_BYTES", 50)
+    with pytest.raises(ValueError, match=f"{path} is 102 bytes, more than the 50"):
+        finds.FindsFile.read(path)
+
+
+def test_a_number_beyond_a_float_is_no_json_number(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_text('{"seconds": 1e400}')  # Python's json reads infinity
+    with pytest.raises(ValueError, match="cannot be read as JSON: 1e400 is beyond the range of a float"):
+        files.read_json(path)
+
+
+ENDLESS = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a read until memory runs out ends here, soon
+from beggar_env import files
+try:
+    files.read_json(sys.argv[1])
+except ValueError as error:
+    print(error)
+"""
+
+
+@pytest.mark.slow
+def test_a_link_to_dev_zero_is_refused_not_read_until_memory_runs_out(tmp_path):
+    zero = tmp_path / "census.json"
+    zero.symlink_to("/dev/zero")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    run = subprocess.run(
+        [sys.executable, "-c", ENDLESS, str(zero)], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert run.returncode == 0 and run.stdout.strip() == f"{zero} is not a regular file (it is a device): give a file"

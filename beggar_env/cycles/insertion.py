@@ -359,7 +359,7 @@ def _explore(cycles, n_players, mode, target, beam, slack, levels, seed, threads
 def starts_of(path) -> list:
     """The cycles' keys a growth may start from in the file ``path``: a census's cycles, or
     the cycles a growth's last level kept; ``ValueError`` naming the file otherwise."""
-    record = files.read_json(path, STARTS_SCHEMA)
+    record = files.read_json(path, STARTS_SCHEMA, STARTS_BYTES)
     if "levels" in record:
         kept = [level["kept"] for level in record["levels"] if level["kept"]]
         starts = [cycle["key"] for cycle in kept[-1]] if kept else []
@@ -370,6 +370,7 @@ def starts_of(path) -> list:
     return starts
 
 
+STARTS_BYTES = 256 * 2**20  # the most of a census's or a growth's file read (as records.CENSUS_BYTES)
 _CYCLES = {"type": "array", "items": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}}
 _LEVELS = {"type": "array", "items": {"type": "object", "required": ["kept"], "properties": {"kept": _CYCLES}}}
 STARTS_SCHEMA = {  # what starts_of reads: a growth's levels, or a census's cycles

@@ -654,7 +654,7 @@ def read_report_file(path) -> dict:
         raise ValueError(f"{path}: not a readable JSON report ({error.strerror or error})") from None
     if size > REPORT_FILE_BYTES:
         raise ValueError(f"{path}: {size:,} bytes is not a report (one is about 15 KB; at most {REPORT_FILE_BYTES:,})")
-    data = files.read_json(path)
+    data = files.read_json(path, limit=REPORT_FILE_BYTES)  # a regular file: not /dev/zero, nor a FIFO
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         raise ValueError(f"{path}: not a {REPORT_FORMAT} (write one with beggar_env.forecasting.evaluate)")
     layout_1 = "format_version" not in data
