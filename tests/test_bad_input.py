@@ -108,7 +108,7 @@ def test_seeds_out_of_range_are_refused_everywhere(seed):
 
 
 @pytest.mark.parametrize(
-    "mode, error", [(1, TypeError), (b"ansi", TypeError), ("human", ValueError), ("rgb", ValueError)]
+    "mode, error", [(1, TypeError), (b"ansi", TypeError), ("rgb", ValueError), ("rgb_array_list", ValueError)]
 )
 def test_render_modes_are_named(mode, error):
     with pytest.raises(error, match="render_mode") as raised:

@@ -214,3 +214,94 @@ def test_picture_without_pillow_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "PIL", None)
     with pytest.raises(ImportError, match=r"beggar-env\[render\]"):
         render.draw_table(make_table([26, 26]))
+
+
+# --------------------------------------------------------------------------- human
+
+
+class Clock:
+    """time.monotonic and time.sleep for render.Terminal: a clock that moves only when slept
+    on (or by ``advance``), and the sleeps asked for."""
+
+    def __init__(self):
+        self.now, self.sleeps = 100.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(render, "time", clock)
+    return clock
+
+
+def frames(out):
+    return out.split("\n\n")[:-1]
+
+
+@pytest.mark.parametrize("n_players", [2, 3])
+def test_human_prints_the_table_at_reset_and_every_step_at_render_fps(n_players, clock, capsys):
+    env = gymnasium.make("Beggar-v0", n_players=n_players, render_mode="human")
+    assert env.metadata["render_fps"] == 4 and "human" in env.metadata["render_modes"]
+    tables = [render.text_table(env.reset(seed=3)[0])]
+    for _ in range(5):
+        tables.append(render.text_table(env.step(0)[0]))
+    assert frames(capsys.readouterr().out) == tables
+    assert clock.sleeps == pytest.approx([1 / 4] * 5)  # the steps' frames, each a quarter second after the last
+    clock.advance(1.0)  # a slow program: its next frame does not wait
+    env.step(0)
+    assert len(clock.sleeps) == 5
+    assert env.render() is None  # render() prints the table again, at once
+    again = frames(capsys.readouterr().out)
+    assert len(again) == 2 and again[0] == again[1] and len(clock.sleeps) == 5
+    env.close()
+
+
+def test_human_passes_check_env_and_the_vector_env_refuses_it(clock, capsys):
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(gymnasium.make("Beggar-v0", render_mode="human").unwrapped)
+    assert "seat 0:" in capsys.readouterr().out
+    assert "human" not in gymnasium.make_vec("Beggar-v0", num_envs=2).metadata["render_modes"]
+    with pytest.raises(ValueError, match="render_mode"):
+        gymnasium.make_vec("Beggar-v0", num_envs=2, render_mode="human")
+
+
+def test_a_render_fps_that_is_not_a_positive_number_is_named():
+    with pytest.raises(ValueError, match="render_fps"):
+        render.Terminal(0)
+    with pytest.raises(TypeError, match="render_fps"):
+        render.Terminal("4")
+
+
+# --------------------------------------------------------------------------- video
+
+
+@pytest.mark.slow
+def test_record_video_films_a_game_through_rgb_array(tmp_path):
+    pytest.importorskip("moviepy", reason="RecordVideo writes with moviepy: pip install 'beggar-env[video]'")
+    from gymnasium.wrappers import RecordVideo
+
+    folder = tmp_path / "videos"  # a new folder: RecordVideo warns when it writes into one that exists
+    env = RecordVideo(gymnasium.make("Beggar-v0", render_mode="rgb_array"), str(folder), name_prefix="game")
+    env.reset(options={"deal": "-J--Q-/--K--A"})
+    steps, over = 0, False
+    while not over:
+        _, _, terminated, truncated, _ = env.step(0)
+        steps, over = steps + 1, terminated or truncated
+    env.close()
+    (video,) = folder.glob("game-episode-0.mp4")
+    import imageio_ffmpeg  # moviepy's own reader of ffmpeg
+
+    frames, seconds = imageio_ffmpeg.count_frames_and_secs(str(video))
+    assert steps >= 5 and frames == steps + 1  # the deal and every step
+    assert seconds == pytest.approx(frames / 4, abs=0.3)  # at render_fps
