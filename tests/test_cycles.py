@@ -476,6 +476,27 @@ def mutations():
     yield lambda r: r.update(seed=2**64), "$.seed"
     yield lambda r: r.update(players=2.0), "$.players"
     yield lambda r: r.update(seconds=float("nan")), "cannot be read as JSON"
+    # what a resume trusts (issue 36): the range, the cycles, the longest game, the clock
+    beyond = 23_761  # SMALL_DECK has 23,760 deals
+    yield lambda r: r.update(done=beyond, games=beyond, ended=r["ended"] + beyond - 16_384), "at most its 23,760"
+    yield lambda r: r.update(positions=100), "games (16,384) must be at most its 100 positions"
+    yield lambda r: r.update(done=None, complete=True), "a complete census plays all its 23,760 positions, not 16,384"
+    yield lambda r: r.update(first=23_000, positions=1_000), "run past the 23,760 positions of its source"
+    yield lambda r: r.update(seconds=10**11), "$.seconds"
+    yield (
+        lambda r: r["cycles"].append(r["cycles"][0]) or r.update(ended=r["ended"] - r["cycles"][0]["reached"]),
+        ("cycles[3]: the cycle '--J-/Q-K-Q-J-' is listed twice"),
+    )
+    yield lambda r: r["longest"].update(index=16_384), "longest: index 16,384 is not one of the positions played"
+    yield lambda r: r["longest"].update(tricks=0), "longest: 96 cards in 0 tricks is no game"
+    yield lambda r: r.update(ended=0, cycles=[{**r["cycles"][0], "reached": 16_384}]), "no game ended, so its index"
+    yield lambda r: r["cycles"][0].update(cards=10**30), "$.cycles[0].cards"
+    yield lambda r: r["cycles"][0].update(key="--J-/Q-K-/Q-J-"), "is no position of 2 players"
+    yield lambda r: r["cycles"][0].update(key="--J-/Q-K-Q-JA"), "does not hold the deck's cards"
+    yield lambda r: r["cycles"][0].update(key="JJQQK-/------"), "is no cycle of 34 cards, 6 tricks: its game ends"
+    yield lambda r: r["cycles"][0].update(key="-Q-K-Q-J-/--J"), "6 tricks: its game reaches the cycle --J-/Q-K-Q-J-"
+    yield lambda r: r["cycles"][0].update(cards=36), "is no cycle of 36 cards, 6 tricks: its period is 34 cards"
+    yield lambda r: r.update(deck="JJJJJQQK----"), "more than the standard deck's 4"
 
 
 @pytest.mark.parametrize("spoil, words", list(mutations()))
@@ -492,6 +513,21 @@ def test_a_spoilt_file_is_refused_in_one_line_naming_what_is_wrong(tmp_path, spo
     err = without_notice(capsys.readouterr().err).splitlines()
     assert status == 2 and len(err) == 1 and words in err[0], err
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
+
+
+def test_a_census_file_timed_beyond_a_float_is_refused_and_none_is_ever_written(tmp_path):
+    path, record = a_partial_record(tmp_path)
+    path.write_text(json.dumps({**record, "seconds": 0.5}).replace('"seconds": 0.5', '"seconds": 1e400'))
+    with pytest.raises(ValueError, match="1e400 is beyond the range of a float"):
+        census.census(2, "every", deck=SMALL_DECK, out=path, resume=True)
+
+
+@pytest.mark.slow
+def test_every_cycle_of_every_published_census_is_the_one_its_key_reaches_of_its_period():
+    published = [path for path in (REPO / "docs" / "cycles").glob("*.json") if "census" in path.read_text()[:80]]
+    assert len(published) > 20
+    for path in published:
+        census.check_cycles_played(path, records.read_census(path))  # what a resume checks
 
 
 # ------------------------------------------- cycles by key and by set of positions

@@ -326,7 +326,28 @@ def _start(path, resume, settings, seed):
         differ.append("seed")
     if differ:
         raise ValueError(f"resume: {path} was run with other settings: {', '.join(differ)}")
+    check_cycles_played(path, record)
     return Census.from_record(record), record["done"], record["seed"]
+
+
+def check_cycles_played(path, record):
+    """Each cycle a census file lists is the one its key's position reaches, of its period,
+    played by the engine (what ``records.read_census`` cannot check): ``ValueError`` naming
+    the file and the cycle."""
+    for at, cycle in enumerate(record["cycles"]):
+        reached = cycle_of(cycle["key"])
+        if reached is None or (reached.key, reached.cards, reached.tricks) != (
+            cycle["key"],
+            cycle["cards"],
+            cycle["tricks"],
+        ):
+            played = "its game ends" if reached is None else f"its game reaches the cycle {reached.key}"
+            if reached is not None and reached.key == cycle["key"]:
+                played = f"its period is {reached.cards} cards, {reached.tricks} tricks"
+            raise ValueError(
+                f"{path}: cycles[{at}]: the key {checks.excerpt(cycle['key'])} is no cycle of {cycle['cards']:,} "
+                f"cards, {cycle['tricks']:,} tricks: {played}"
+            )
 
 
 def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend, address, progress, partial):

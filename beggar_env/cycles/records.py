@@ -7,7 +7,7 @@ import os
 import time
 from contextlib import contextmanager
 
-from .. import __version__, checks, files
+from .. import __version__, checks, deals, files
 
 CHECKPOINT_SECONDS = 30  # how often a census with ``out`` is written while it runs
 CENSUS_SETTINGS = ("players", "source", "deck", "first", "positions")  # a resumed census must be run with these
@@ -38,7 +38,10 @@ def write(path, name, record):
 
 # ------------------------------------------------------------------------ a census
 
-_WHOLE = {"type": "integer", "minimum": 0}
+CENSUS_BYTES = 256 * 2**20  # the most of a census file read (a cycle is about 100 bytes: 2 million cycles)
+MAX_SECONDS = 10**10  # a census's seconds (three centuries): no file holds more
+_WHOLE = {"type": "integer", "minimum": 0, "maximum": checks.MAX_COUNT}
+_POSITIVE = {"type": "integer", "minimum": 1, "maximum": checks.MAX_COUNT}
 CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census checks it
     "type": "object",
     "required": [
@@ -55,19 +58,24 @@ CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census
         "kind": {"const": kind("census")},
         "players": {"type": "integer", "minimum": 2, "maximum": 4},
         "source": {"enum": ["random", "every"]},
-        "deck": {"type": "string", "pattern": "^[-JQKAjqka]+$"},
+        "deck": {"type": "string", "pattern": "^[-JQKAjqka]+$", "maxLength": 52},
         "first": _WHOLE,
-        "positions": {"type": ["integer", "null"], "minimum": 0},
+        "positions": {"type": ["integer", "null"], "minimum": 1, "maximum": checks.MAX_COUNT},
         "seed": {"type": "integer", "minimum": 0, "maximum": checks.MAX_SEED},
-        "seconds": {"type": "number", "minimum": 0},
-        "done": {"type": ["integer", "null"], "minimum": 0},
+        "seconds": {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
+        "done": {"type": ["integer", "null"], "minimum": 0, "maximum": checks.MAX_COUNT},
         "complete": {"type": "boolean"},
         "games": _WHOLE,
         "ended": _WHOLE,
         "longest": {
             "type": "object",
             "required": ["cards", "tricks", "index"],
-            "properties": {"cards": _WHOLE, "tricks": _WHOLE, "index": {"type": "integer", "minimum": -1}},
+            "additionalProperties": False,
+            "properties": {
+                "cards": _WHOLE,
+                "tricks": _WHOLE,
+                "index": {"type": "integer", "minimum": -1, "maximum": checks.MAX_COUNT},
+            },
         },
         "cycles": {
             "type": "array",
@@ -76,10 +84,10 @@ CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census
                 "required": ["key", "cards", "tricks", "reached"],
                 "additionalProperties": False,
                 "properties": {
-                    "key": {"type": "string", "pattern": "^[-JQKA/]+$"},
-                    "cards": {"type": "integer", "minimum": 1},
-                    "tricks": {"type": "integer", "minimum": 1},
-                    "reached": {"type": "integer", "minimum": 1},
+                    "key": {"type": "string", "pattern": "^[-JQKA/]+$", "maxLength": 55},
+                    "cards": _POSITIVE,
+                    "tricks": _POSITIVE,
+                    "reached": _POSITIVE,
                 },
             },
         },
@@ -88,25 +96,108 @@ CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census
 
 
 def read_census(path) -> dict:
-    """The census record in ``path`` (``census.Census.record``), checked: ``ValueError``
-    naming the file and what is wrong. A file written before censuses could be continued
-    has no ``done`` nor ``complete``: it is complete."""
-    record = files.read_json(path, CENSUS_SCHEMA)
+    """The census record in ``path`` (``census.Census.record``), checked: its schema, then
+    that its parts agree (:data:`CENSUS_CHECKS`); ``ValueError`` naming the file and what
+    is wrong. A file written before censuses could be continued has no ``done`` nor
+    ``complete``: it is complete. That each cycle's key is a cycle of that period is the
+    engine's to check (``census``, before a census is continued)."""
+    record = files.read_json(path, CENSUS_SCHEMA, CENSUS_BYTES)
     if "done" not in record and "complete" not in record:
         record.update(done=None, complete=True)
     elif "done" not in record or "complete" not in record:
         raise ValueError(f"{os.fspath(path)}: a census file has both done and complete, or neither")
-    where = os.fspath(path)
-    if record["complete"] != (record["done"] is None):
-        raise ValueError(f"{where}: complete is {record['complete']} but done is {record['done']}")
-    if record["done"] is not None and record["done"] != record["games"]:
-        raise ValueError(f"{where}: done ({record['done']:,}) must equal games ({record['games']:,})")
+    for check in CENSUS_CHECKS:
+        try:
+            check(record)
+        except ValueError as error:
+            raise ValueError(f"{os.fspath(path)}: {error}") from None
+    return record
+
+
+def census_positions(record) -> int:
+    """How many positions the census of ``record`` plays: its ``positions``, or every deal
+    of its deck from ``first`` on."""
+    if record["positions"] is not None:
+        return record["positions"]
+    if record["source"] == "random":
+        raise ValueError("a random census has a number of positions, not null")
+    return deals.count_deals(deals.deck_counts(record["deck"])) - record["first"]
+
+
+def check_deck(record):
+    """The deck is one a census plays (``deals.deck_counts``)."""
+    deals.deck_counts(record["deck"])
+
+
+def check_range(record):
+    """Its positions lie within the source: every deal of the deck, or int64 indices."""
+    total = deals.count_deals(deals.deck_counts(record["deck"])) if record["source"] == "every" else checks.MAX_COUNT
+    n = census_positions(record)
+    if n < 0 or record["first"] + n > total:
+        raise ValueError(
+            f"first ({checks.number_text(record['first'])}) and positions ({checks.number_text(n)}) run past the "
+            f"{total:,} positions of its source"
+        )
+
+
+def check_progress(record):
+    """``complete`` agrees with ``done``, which counts its games, all of them once complete."""
+    n, done, games = census_positions(record), record["done"], record["games"]
+    if record["complete"] != (done is None):
+        raise ValueError(f"complete is {record['complete']} but done is {done}")
+    if done is not None and done != games:
+        raise ValueError(f"done ({done:,}) must equal games ({games:,})")
+    if record["complete"] and games != n:
+        raise ValueError(f"a complete census plays all its {n:,} positions, not {games:,} (games)")
+    if games > n:
+        raise ValueError(f"games ({games:,}) must be at most its {n:,} positions")
+
+
+def check_outcomes(record):
+    """Every game either ended or reached a cycle: ended and the cycles' reached add up to games."""
     reached = sum(cycle["reached"] for cycle in record["cycles"])
     if record["ended"] + reached != record["games"]:
         raise ValueError(
-            f"{where}: ended ({record['ended']:,}) and the cycles' reached ({reached:,}) add up to no games"
+            f"ended ({record['ended']:,}) and the cycles' reached ({reached:,}) add up to no games "
+            f"({record['games']:,})"
         )
-    return record
+
+
+def check_longest(record):
+    """The longest game is one that ended, among the positions played (none: index -1, no cards)."""
+    longest, first = record["longest"], record["first"]
+    if record["ended"] == 0:
+        if (longest["index"], longest["cards"], longest["tricks"]) != (-1, 0, 0):
+            raise ValueError("longest: no game ended, so its index is -1 and its cards and tricks 0")
+        return
+    if not first <= longest["index"] < first + record["games"]:
+        raise ValueError(
+            f"longest: index {longest['index']:,} is not one of the positions played "
+            f"({first:,} to {first + record['games'] - 1:,})"
+        )
+    if not 1 <= longest["tricks"] <= longest["cards"]:
+        raise ValueError(f"longest: {longest['cards']:,} cards in {longest['tricks']:,} tricks is no game")
+
+
+def check_cycles(record):
+    """Each cycle once, its key a position of the census's players and deck, its tricks
+    at most its cards."""
+    cards = sorted(record["deck"].upper())
+    seen = set()
+    for at, cycle in enumerate(record["cycles"]):
+        key, where = cycle["key"], f"cycles[{at}]"
+        if key in seen:
+            raise ValueError(f"{where}: the cycle {checks.excerpt(key)} is listed twice")
+        seen.add(key)
+        if key.count("/") + 1 != record["players"]:
+            raise ValueError(f"{where}: the key {checks.excerpt(key)} is no position of {record['players']} players")
+        if sorted(key.replace("/", "")) != cards:
+            raise ValueError(f"{where}: the key {checks.excerpt(key)} does not hold the deck's cards")
+        if cycle["tricks"] > cycle["cards"]:
+            raise ValueError(f"{where}: a period of {cycle['cards']:,} cards in {cycle['tricks']:,} tricks is none")
+
+
+CENSUS_CHECKS = (check_deck, check_range, check_progress, check_outcomes, check_longest, check_cycles)
 
 
 class Checkpoints:
