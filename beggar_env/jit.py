@@ -10,11 +10,15 @@ only where it is safe:
   ``workqueue`` must not run two parallel calls at once, so every parallel call of the
   package holds :data:`PARALLEL` (they use every core anyway).
 * **Cache.** Compiled code is cached in the user's cache folder (``~/.cache/beggar-env``,
-  or ``$NUMBA_CACHE_DIR/beggar-env``), one folder per build of the package (its source and
-  versions: see :func:`build_key`), never beside the sources; builds no longer used are
-  pruned. With no writable home we fall back to a private folder in the temporary
-  directory, or to no cache, with one warning. The hook is numba's
-  ``caching.CacheImpl._locator_classes``, checked like the next one.
+  or ``$NUMBA_CACHE_DIR/beggar-env``), one folder per build of the package (its sources'
+  content and the versions: see :func:`build_key`; not where it is installed, nor when its
+  files were written, so that ``pip install .`` and ``pip install -e .`` of the same sources
+  share it), never beside the sources; builds no longer used are pruned. Saving to it is
+  locked (:func:`_lock_saves_in`), so that processes compiling at once (``beggar warmup``'s)
+  lose nothing. With no writable home we fall back to a private folder in the temporary
+  directory, or to no cache, with one warning. The hooks are numba's
+  ``caching.CacheImpl._locator_classes`` and ``caching.IndexDataCacheFile.save``, checked like
+  the next one.
 * **Record names.** numba names compiled code after a per-process counter of record types
   (numba issue 7654), so code cached by two processes can mix up a 2- and a 3-player
   state. We name record types after their content instead. The hook is numba's
@@ -25,6 +29,7 @@ only where it is safe:
   on stderr when the package's code compiles for more than a second.
 """
 
+import functools
 import hashlib
 import os
 import shutil
@@ -68,12 +73,15 @@ def _check_cache_hook():
     from numba.core import caching
 
     hook = getattr(getattr(caching, "CacheImpl", None), "_locator_classes", None)
-    if not isinstance(hook, list) or not all(
-        hasattr(caching, n) for n in ("_CacheLocator", "_SourceFileBackedLocatorMixin")
+    if (
+        not isinstance(hook, list)
+        or not all(hasattr(caching, n) for n in ("_CacheLocator", "_SourceFileBackedLocatorMixin"))
+        or not callable(getattr(getattr(caching, "IndexDataCacheFile", None), "save", None))
     ):
         raise ImportError(
             f"beggar_env cannot place numba's cache on numba {numba.__version__}: numba.core.caching.CacheImpl."
-            f"_locator_classes has moved (tested on numba {'.'.join(map(str, TESTED_NUMBA[0]))} to "
+            f"_locator_classes or IndexDataCacheFile.save has moved (tested on numba "
+            f"{'.'.join(map(str, TESTED_NUMBA[0]))} to "
             f"{'.'.join(map(str, TESTED_NUMBA[1]))})"
         )
     return caching
@@ -81,21 +89,34 @@ def _check_cache_hook():
 
 def build_key():
     """The name of this build's cache: the package's, numba's and Python's versions, and a
-    digest of every source file's path, size and modification time. numba checks only the
+    digest of every source file's path in the package and content. numba checks only the
     file a function is in, so code compiled against another module's old source would
     otherwise be loaded after that module changed; and the builds left behind are pruned
-    (:data:`CACHE_KEEP`), so the cache does not grow with every edit or upgrade."""
+    (:data:`CACHE_KEEP`), so the cache does not grow with every edit or upgrade. Neither
+    where the package lies nor its files' times count: the same sources installed twice
+    (``pip install .`` and ``pip install -e .``) are one build."""
     from . import __version__
 
-    digest = hashlib.blake2b(PACKAGE_DIR.encode(), digest_size=8)
+    digest = hashlib.blake2b(digest_size=8)
     for folder, subfolders, names in os.walk(PACKAGE_DIR):
         subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
         for name in sorted(name for name in names if name.endswith(".py")):
             path = os.path.join(folder, name)
-            info = os.stat(path)
-            digest.update(f"{os.path.relpath(path, PACKAGE_DIR)}:{info.st_size}:{info.st_mtime_ns};".encode())
+            digest.update(f"{os.path.relpath(path, PACKAGE_DIR)}:{source_digest(path)};".encode())
     version = sys.version_info
     return f"{__version__}-numba{numba.__version__}-py{version.major}{version.minor}-{digest.hexdigest()}"
+
+
+def source_digest(path):
+    """A digest of the file's content (read again only when its size or time changes)."""
+    info = os.stat(path)
+    return _content_digest(path, info.st_size, info.st_mtime_ns)
+
+
+@functools.cache
+def _content_digest(path, size, mtime_ns):
+    with open(path, "rb") as file:
+        return hashlib.blake2b(file.read(), digest_size=16).hexdigest()
 
 
 def user_cache_root():
@@ -125,6 +146,9 @@ def _caching_in(build_folder):
         def get_cache_path(self):
             return self._cache_path
 
+        def get_source_stamp(self):  # older numba stamps its index with the file's time: the content instead
+            return source_digest(self._py_file)
+
         @classmethod
         def from_function(cls, py_func, py_file):
             if os.path.commonpath([PACKAGE_DIR, os.path.abspath(py_file)]) != PACKAGE_DIR:
@@ -134,6 +158,50 @@ def _caching_in(build_folder):
     locators = caching.CacheImpl._locator_classes  # noqa: SLF001 (numba's hook, checked above)
     locators[:] = [cls for cls in locators if cls.__name__ != "PackageCacheLocator"]
     locators.insert(0, PackageCacheLocator)
+    _lock_saves_in(build_folder)
+
+
+SAVING_LOCK = "saving.lock"  # in a build's folder: held while numba saves code there
+
+
+def _lock_saves_in(build_folder):
+    """Hold :data:`SAVING_LOCK` while numba saves compiled code in ``build_folder``.
+
+    numba saves a function's code by reading its index, choosing a data file's name and
+    replacing both: two processes saving the same function at once (another signature, as
+    ``beggar warmup``'s processes do for each player count) would each drop the other's
+    entry, or both write the same data file for different entries, so that the code of one
+    signature is loaded for another. One save at a time in a build makes it whole; loading
+    needs no lock (numba replaces each file whole)."""
+    caching = _check_cache_hook()
+    cache_file = caching.IndexDataCacheFile
+    save = getattr(cache_file.save, "unlocked", cache_file.save)
+    root = os.path.join(os.path.abspath(build_folder), "")
+
+    def locked_save(self, key, data):
+        if not os.path.join(os.path.abspath(getattr(self, "_cache_path", "")), "").startswith(root):
+            return save(self, key, data)  # not ours
+        with _held(os.path.join(root, SAVING_LOCK)):
+            return save(self, key, data)
+
+    locked_save.unlocked = save
+    cache_file.save = locked_save
+
+
+@contextmanager
+def _held(path):
+    """An exclusive lock on the file ``path`` for the enclosed block, waiting for it (no lock without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # lets go of the lock
 
 
 def _writable_folder(path, private=False):

@@ -7,7 +7,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +131,31 @@ def test_a_read_only_install_imports_and_plays_with_one_warning(tmp_path):
                 path.chmod(0o755)
 
 
+@pytest.mark.slow
+def test_the_wheel_ships_py_typed(tmp_path):
+    """PEP 561: type checkers read an installed package's hints only when py.typed lies in it."""
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "beggar_env", source / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    build = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        "wheels",
+        "./source",
+    ]
+    run = subprocess.run(build, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (wheel,) = (tmp_path / "wheels").glob("beggar_env-*.whl")
+    assert "beggar_env/py.typed" in zipfile.ZipFile(wheel).namelist()
+
+
 def test_without_any_writable_folder_compiled_code_is_not_cached_with_one_warning():
     with pytest.warns(RuntimeWarning, match="not cached") as caught:
         assert beggar_env.jit._choose_cache(roots=(lambda: None, lambda: None)) is None
@@ -164,6 +191,65 @@ def test_any_source_change_gives_another_build(tmp_path, monkeypatch):
     source = tmp_path / "beggar_env" / "datasets" / "samples.py"
     source.write_text(source.read_text() + "\n")
     assert beggar_env.jit.build_key() != before
+
+
+PROBE = """
+from .jit import jit
+
+
+@jit
+def twice(x):
+    return 2 * x
+"""
+
+
+@pytest.mark.slow
+def test_the_same_sources_installed_twice_share_one_build(tmp_path):
+    """`pip install .` and `pip install -e .` of the same sources (another folder, other file
+    times) compiled everything twice: the build was named after the path and the times."""
+    cache, copies = tmp_path / "cache", [tmp_path / "site", tmp_path / "checkout"]
+    for age, copy in zip((0, 10 * 86400), copies):
+        shutil.copytree(REPO / "beggar_env", copy / "beggar_env", ignore=shutil.ignore_patterns("__pycache__"))
+        (copy / "beggar_env" / "probe.py").write_text(PROBE)
+        when = time.time() - age
+        for path in copy.rglob("*"):
+            os.utime(path, (when, when))
+    code = """
+    import beggar_env.jit as j, beggar_env.probe as p
+    print(p.twice(21), j.CACHE_FOLDER, sum(p.twice.stats.cache_hits.values()), sum(p.twice.stats.cache_misses.values()))
+    """
+    runs = [python(code, env={"PYTHONPATH": str(copy), "NUMBA_CACHE_DIR": str(cache)}, cwd=tmp_path) for copy in copies]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr[-3000:] + runs[1].stderr[-3000:]
+    (first, folder, hits, misses), (again, same_folder, hits_again, misses_again) = (run.stdout.split() for run in runs)
+    assert first == again == "42" and folder == same_folder
+    assert (hits, misses) == ("0", "1")  # compiled by the first copy ...
+    assert (hits_again, misses_again) == ("1", "0")  # ... and loaded from the cache by the second
+
+
+def test_numba_saves_lose_nothing_when_two_save_the_same_function_at_once(tmp_path, monkeypatch):
+    """numba reads a function's index, adds the new code and replaces it: two processes
+    saving at once (beggar warmup's) dropped each other's entries, or wrote one data file
+    for two of them. Threads race the same way (each save opens the lock anew)."""
+    from numba.core.caching import IndexDataCacheFile
+
+    monkeypatch.setattr(IndexDataCacheFile, "save", IndexDataCacheFile.save)  # put back after the test
+    beggar_env.jit._lock_saves_in(tmp_path)
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    saving = [IndexDataCacheFile(str(folder), "f-1.py311", "stamp") for _ in range(6)]
+
+    def save(i):
+        for k in range(25):
+            saving[i].save(("signature", i, k), f"code {i} {k}")
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(len(saving))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    index = saving[0]._load_index()
+    assert len(index) == 6 * 25
+    assert all(saving[0]._load_data(name) == f"code {i} {k}" for (_, i, k), name in index.items())
 
 
 def test_old_builds_are_pruned_once_idle_and_the_recent_ones_kept(tmp_path):
