@@ -239,8 +239,13 @@ def test_warmup_runs_every_part_and_says_where_the_cache_is(capsys):
 
     assert cli.main(["warmup", "--players", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    names = [name for name, _ in warmup.parts((3,))]
-    assert [line.rsplit(":", 1)[0] for line in lines[:-1]] == names and len(names) >= 5
+    names = [part.name for part in warmup.parts((3,))]
+    started = [line.removesuffix(" ...") for line in lines[:-1] if line.endswith(" ...")]  # as each part starts
+    ended = [line.rsplit(":", 1)[0] for line in lines[:-1] if line.endswith(" s")]  # and its time when it ends
+    assert sorted(started) == sorted(ended) == sorted(names) and len(names) >= 5 and len(lines) == 2 * len(names) + 1
+    assert started[0] == ended[0] == "simulate, 3 players"  # the engine first, which the others load
+    for name in names:  # announced, then timed
+        assert lines.index(f"{name} ...") < [line.rsplit(":", 1)[0] for line in lines].index(name)
     assert all(name.endswith("3 players") for name in names) and "cycles, 3 players" in names
     assert lines[-1].startswith("every part is compiled") and str(jit.CACHE_FOLDER) in lines[-1]
     assert not warmup.cache_is_empty()
@@ -284,6 +289,13 @@ def test_every_command_has_a_description_and_every_option_with_a_default_says_it
         (["search", "--out", "f", "--minutes", " 1"], "not a number: ' 1'"),
         (["cycles", "grow", "--deal", "-A/-Q", "--slack", "inf"], "not a number: 'inf'"),
         (["cycles", "grow", "--deal", "-A/-Q", "--slack", "1e999"], "must be a number >= 0, not '1e999'"),
+        (["simulate", "--players", " 3"], "--players: must be 2, 3 or 4, not ' 3'"),
+        (["simulate", "--players", "3 "], "--players: must be 2, 3 or 4, not '3 '"),
+        (["warmup", "--players", "2", "+3"], "--players: must be 2, 3 or 4, not '+3'"),
+        (["simulate", "--games", "9" * 5000], "--games: not a number of at most 4,300 digits: '999999999"),
+        (["simulate", "--games", "9" * 4300], "not 99999999999999999999...99999 (4,300 digits)"),
+        (["cycles", "census", "--source", "every", "--deck", "AAAAAAAA--"], "--deck: 8 'A' in 'AAAAAAAA--', more than"),
+        (["cycles", "grow", "--deal", "-A/-Q", "--deck", "--", "--beam", "x"], "--beam: not a whole number: 'x'"),
     ],
 )
 def test_a_bad_command_line_is_one_line_in_the_words_it_was_given(args, words, capsys):
@@ -291,7 +303,7 @@ def test_a_bad_command_line_is_one_line_in_the_words_it_was_given(args, words, c
 
     assert cli.main(args) == 2
     err = without_notice(capsys.readouterr().err).strip().splitlines()
-    assert len(err) == 1 and words in err[0], err
+    assert len(err) == 1 and words in err[0] and len(err[0]) < 200, err
 
 
 def test_a_deck_may_start_with_a_numeral():

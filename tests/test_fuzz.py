@@ -686,7 +686,8 @@ class Forecasts:
         probs = np.full((len(obs["cards"]), 3), 1 / 3)
         for at, row in self.rows:
             probs[at % len(probs)] = row
-        return probs.astype(self.dtype)
+        with np.errstate(over="ignore"):  # float32 of 1e308 is inf: a hostile forecast, meant
+            return probs.astype(self.dtype)
 
 
 def probabilities(rows):
