@@ -115,14 +115,35 @@ def vectors():
     return load_vectors()
 
 
+RAY_OBJECT_STORE = 256 * 2**20  # bytes: the tests send a few MB; Ray's default takes 30% of the machine's memory
+RAY_NO_MEMORY_MONITOR = {"RAY_memory_monitor_refresh_ms": "0"}
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """One local Ray with 2 CPUs for the whole session (its address, for commands that
-    join it); the test is skipped when Ray is not installed."""
+    join it); the test is skipped when Ray is not installed. Its object store is capped
+    and its memory monitor off: the monitor kills a worker whenever the machine as a whole
+    is short of memory, whoever uses it, as on a machine busy with other jobs."""
     ray = pytest.importorskip(
         "ray", reason="Ray is not installed: pip install -e '.[test]' (or '.[distributed]') installs it"
     )
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    before = {name: os.environ.get(name) for name in RAY_NO_MEMORY_MONITOR}
+    os.environ.update(RAY_NO_MEMORY_MONITOR)  # read by Ray's processes as they start
+    try:
+        ray.init(
+            num_cpus=2,
+            object_store_memory=RAY_OBJECT_STORE,
+            include_dashboard=False,
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+        )
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     try:
         yield ray.get_runtime_context().gcs_address
     finally:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import beggar, beggar_in_process
+from conftest import RAY_NO_MEMORY_MONITOR, RAY_OBJECT_STORE, beggar, beggar_in_process
 
 import beggar_env
 from beggar_env.cycles import census
@@ -62,6 +62,21 @@ def test_workers_take_tasks_only_as_they_free_up(squares):
         if number == 0:
             assert len(pulled) <= TASKS_PER_WORKER * len(squares.actors) + 1
     assert len(pulled) == 10
+
+
+@pytest.mark.slow
+def test_the_sessions_ray_is_not_killed_for_memory_others_use(ray_cluster):
+    """Ray's memory monitor killed the tests' workers on a machine short of memory from other
+    jobs: the session's Ray runs without it (its workers see its setting), its store capped."""
+    import ray
+
+    @ray.remote(num_cpus=1)
+    def setting(name):
+        return os.environ.get(name)
+
+    for name, value in RAY_NO_MEMORY_MONITOR.items():
+        assert ray.get(setting.remote(name)) == value
+    assert 0 < ray.cluster_resources()["object_store_memory"] <= RAY_OBJECT_STORE
 
 
 # ---------------------------------------------------------------- simulate
