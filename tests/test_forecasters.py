@@ -113,6 +113,236 @@ def test_rollouts_respect_the_limit_and_seed():
     assert np.array_equal(fc.BayesMC(2, k=64, seed=np.uint64(1), max_cards=60).predict_proba(obs), a)
 
 
+# ------------------------------------------- hostile observations: refused before compiled code
+
+FUZZ_ROWS = 64
+
+
+def valid_batch(n_players=2, level="counted", seed=1):
+    """``FUZZ_ROWS`` positions of a few games, each field a copy of its own."""
+    data = datasets.generate(3, n_players=n_players, observation=level, seed=seed)
+    return {name: np.array(value[:FUZZ_ROWS]) for name, value in data.fields.items()}
+
+
+def set_to(name, value):
+    def corrupt(o):
+        o[name] = (
+            np.broadcast_to(np.asarray(value), o[name].shape).astype(o[name].dtype) if np.isscalar(value) else value
+        )
+
+    return corrupt
+
+
+def shift(name, by, row=0):
+    def corrupt(o):
+        o[name][row] += by
+
+    return corrupt
+
+
+def first_hidden_to(card):
+    def corrupt(o):
+        o["known"][tuple(np.argwhere(o["known"] == -2)[0])] = card
+
+    return corrupt
+
+
+def hidden_to_aces(o):
+    o["unseen"][:] = 0
+    o["known"][o["known"] == -2] = 4  # the hands' counts stay, the deck would hold 40 aces
+
+
+def card_after_the_end(o):
+    row, seat = np.argwhere(o["known"][:, :, -1] == -1)[0]
+    o["known"][row, seat, -1] = 0
+    o["hand_sizes"][row, seat] += 1
+
+
+def drop(name):
+    return lambda o: o.pop(name)
+
+
+def all_out(o):
+    o["alive"][:] = 0
+
+
+def pile_beyond_its_size(o):
+    row = int(np.argmax(o["pile_size"] < 52))
+    o["pile"][row, o["pile_size"][row]] = 0
+
+
+def court_to_the_seat_to_play(o):
+    owing = np.flatnonzero(o["owed"] > 0)[0]
+    o["court"][owing] = o["turn"][owing]
+
+
+CORRUPTIONS = {  # name -> a change of a valid batch that no position of a game can show
+    "unseen at the dtype's maximum (once a segfault)": lambda o: o["unseen"].__setitem__(
+        slice(None), np.iinfo(o["unseen"].dtype).max
+    ),
+    "unseen as uint64's maximum": lambda o: o.__setitem__("unseen", np.full_like(o["unseen"], 2**64 - 1, np.uint64)),
+    "one unseen card too many": shift("unseen", 1),
+    "an unseen place made a card": first_hidden_to(0),
+    "every unseen card an ace": hidden_to_aces,
+    "a card after the end of a hand": card_after_the_end,
+    "a hand size one too many": shift("hand_sizes", 1),
+    "a hand size of 2**31 - 1": set_to("hand_sizes", 2**31 - 1),
+    "a pile size one too many": shift("pile_size", 1),
+    "a pile size of 60": set_to("pile_size", 60),
+    "a card beyond the pile's size": pile_beyond_its_size,
+    "a known class of 9": lambda o: o["known"].__setitem__((0, 0, 0), 9),
+    "the seat to play out of range": set_to("turn", 2),
+    "the seat to play negative": set_to("turn", -1),
+    "the court out of range": set_to("court", 7),
+    "owed 9": set_to("owed", 9),
+    "the court is the seat to play": court_to_the_seat_to_play,
+    "nobody in": all_out,
+    "cards played negative": set_to("cards", -1),
+    "cards played beyond int32": lambda o: o.__setitem__("cards", o["cards"].astype(np.int64) + 2**40),
+    "more tricks than cards": lambda o: o.__setitem__("tricks", o["cards"] + 1),
+    "no unseen field": drop("unseen"),
+    "no turn field": drop("turn"),
+    "floats": lambda o: o.__setitem__("pile", o["pile"].astype(float)),
+    "strings": lambda o: o.__setitem__("owed", o["owed"].astype(str)),
+    "objects": lambda o: o.__setitem__("owed", o["owed"].astype(object)),
+    "a short hand field": lambda o: o.__setitem__("known", o["known"][:, :, :51]),
+    "a hand_sizes of three players": lambda o: o.__setitem__("hand_sizes", np.zeros((FUZZ_ROWS, 3), int)),
+    "fewer rows in one field": lambda o: o.__setitem__("turn", o["turn"][:-1]),
+    "cards as a matrix": lambda o: o.__setitem__("cards", o["cards"][:, None]),
+}
+
+
+def forecasters_of_counted_positions():
+    """Every forecaster (or call) that hands counted observations to compiled code."""
+    calls = {"BayesMC": fc.BayesMC(2, k=2).predict_proba}
+    try:
+        from beggar_env.forecasting import forward
+    except ImportError:  # no torch: the rollouts of forward are not installed
+        return calls
+    calls["forward.rolled"] = lambda o: forward.rolled(o, k=2)
+    calls["Truncated"] = forward.Truncated(fc.MostCards(2), cards=5, k=2).predict_proba
+    return calls
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_a_hostile_observation_is_refused_naming_its_field_before_compiled_code(corruption):
+    """21 of 150 corrupted batches once killed the process (SIGSEGV) and 13 hung: every
+    field and every position is checked first (rollouts.check_positions)."""
+    for name, call in forecasters_of_counted_positions().items():
+        obs = valid_batch()
+        CORRUPTIONS[corruption](obs)
+        with pytest.raises((ValueError, TypeError)) as caught:
+            call(obs)
+        message = str(caught.value)
+        assert "obs" in message and "\n" not in message, (name, message)
+
+
+def test_the_oracle_refuses_a_full_view_that_no_game_shows():
+    obs = valid_batch(level="full")
+    fc.Oracle(2).predict_proba(obs)  # a valid batch is played
+    obs["hands"][0, 0, 0] = -2  # the full view has no unseen place
+    with pytest.raises(ValueError, match=r"obs\['hands'\] must be within -1 to 4"):
+        fc.Oracle(2).predict_proba(obs)
+    with pytest.raises(TypeError, match="obs must be a dict"):
+        fc.Oracle(2).predict_proba([1, 2, 3])
+
+
+@pytest.mark.parametrize("n_players", [2, 3, 4])
+def test_every_position_of_real_games_passes_the_checks(n_players):
+    """The rules are what every position meets: every card step of random games, and the
+    env's every step (the last one too) of small deals and of games cut short by a limit."""
+    from beggar_env.forecasting.rollouts import check_positions
+
+    deals = {2: ["--J-Q-/-K--A-", "A/-", "AAAA/KKKK"], 3: ["J---Q/-K---/--A-"], 4: ["J-/Q-/K-/A-"]}[n_players]
+    for level, hands in (("counted", "known"), ("full", "hands")):
+        data = datasets.generate(30, n_players=n_players, observation=level, seed=n_players)
+        assert len(check_positions(data.fields, hands, n_players)["cards"]) == len(data)
+        env = gym.make("Beggar-v0", n_players=n_players, observation=level, max_cards=40)
+        rows = []
+        for start in [{"seed": game} for game in range(4)] + [{"options": {"deal": deal}} for deal in deals]:
+            obs, _ = env.reset(**start)
+            rows.append(obs)
+            done = False
+            while not done:
+                obs, _, terminated, truncated, _ = env.step(0)
+                rows.append(obs)
+                done = terminated or truncated
+        batch = {name: np.stack([row[name] for row in rows]) for name in rows[0]}
+        assert len(check_positions(batch, hands, n_players)["cards"]) == len(rows)
+
+
+FUZZ_VALUES = (-(2**63), -(2**31), -3, -2, -1, 0, 1, 2, 3, 4, 5, 13, 26, 51, 52, 53, 64, 2**31 - 1, 2**40, 2**63 - 1)
+
+
+def fuzz_case(seed, batch):
+    """A batch with one field corrupted at random: random entries set to extreme or nearby
+    values, a field dropped, recast or reshaped."""
+    rng = np.random.default_rng(seed)
+    obs = {name: value.copy() for name, value in batch.items()}
+    name = rng.choice(sorted(obs))
+    kind = rng.integers(8)
+    if kind == 0:
+        del obs[name]
+    elif kind == 1:
+        obs[name] = obs[name].astype(rng.choice(["float32", "int8", "uint64", "bool"]))
+    elif kind == 2:
+        obs[name] = obs[name].reshape(len(obs[name]), -1)[:, : rng.integers(0, 3)]
+    else:
+        wide = obs[name].astype(np.int64)
+        flat = wide.reshape(-1)
+        where = rng.choice(len(flat), size=rng.integers(1, 8))
+        flat[where] = rng.choice(FUZZ_VALUES, size=len(where)) if kind < 6 else flat[where] + rng.integers(-2, 3)
+        obs[name] = wide
+    return obs
+
+
+def run_fuzz(cases, first=0):
+    """Each forecaster of counted positions on ``cases`` corrupted batches: the outcome of
+    each, refused (a ValueError or TypeError) or played; anything else raises."""
+    batch = valid_batch()
+    outcomes = {"refused": 0, "played": 0}
+    for seed in range(first, first + cases):
+        for name, call in forecasters_of_counted_positions().items():
+            print(seed, name, flush=True)  # the last case started, if the child dies
+            try:
+                probs = call(fuzz_case(seed, batch))
+            except (ValueError, TypeError) as error:
+                assert "\n" not in str(error), error
+                outcomes["refused"] += 1
+                continue
+            assert probs.shape == (FUZZ_ROWS, 3) and np.isfinite(probs).all(), (seed, name)
+            assert ((probs >= 0) & (probs <= 1)).all() and np.allclose(probs.sum(axis=1), 1), (seed, name)
+            outcomes["played"] += 1
+    return outcomes
+
+
+def test_random_corruptions_are_refused_or_played_as_positions():
+    outcomes = run_fuzz(12)
+    assert outcomes["refused"] > outcomes["played"]
+
+
+@SLOW
+def test_many_random_corruptions_never_crash_nor_hang_the_process(tmp_path):
+    """300 corrupted batches in a child process, so that a crash (SIGSEGV) or a hang fails
+    this test, naming the case, instead of killing the suite."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_forecasters as t; "
+        "print('outcomes', t.run_fuzz(300, first=1000))"
+    )
+    try:
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired as stopped:
+        last = (stopped.stdout or b"").decode().strip().splitlines()[-1:]
+        pytest.fail(f"a case hung: {last}")
+    last = run.stdout.strip().splitlines()[-1:]
+    assert run.returncode == 0, (run.returncode, last, run.stderr[-2000:])
+    assert last[0].startswith("outcomes"), last
+
+
 # --------------------------------------------------------------- baselines
 
 

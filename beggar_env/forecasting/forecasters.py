@@ -19,6 +19,8 @@ Monte Carlo: the ceiling for anything that sees only the table) and :class:`Orac
 (every hand known: the outcome is determined). ``docs/forecasting.md`` describes them.
 """
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .. import checks, core, gpu
@@ -74,16 +76,22 @@ def _check_dataset(forecaster, dataset):
 
 
 def _check_obs(forecaster, obs):
+    """The number of positions of a batch of observations (a dict of fields) of the
+    forecaster's level and player count. The forecasters that hand the batch to compiled
+    code check all of it as well (:func:`beggar_env.forecasting.rollouts.check_positions`)."""
+    if not isinstance(obs, Mapping):
+        raise TypeError(f"obs must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
     needed = {"public": "cards", "counted": "known", "full": "hands"}[forecaster.observation]
-    if needed not in obs:
+    for name in (needed, "cards", "hand_sizes"):
+        if name not in obs:
+            raise ValueError(
+                f"{forecaster.name} reads observation={forecaster.observation!r}; these observations have no "
+                f"{name!r} field"
+            )
+    if np.ndim(obs["hand_sizes"]) != 2 or np.shape(obs["hand_sizes"])[-1] != forecaster.n_players:
         raise ValueError(
-            f"{forecaster.name} reads observation={forecaster.observation!r}; these observations have no "
-            f"{needed!r} field"
-        )
-    if obs["hand_sizes"].shape[-1] != forecaster.n_players:
-        raise ValueError(
-            f"{forecaster.name} forecasts {forecaster.n_players} players; "
-            f"the observations have {obs['hand_sizes'].shape[-1]}"
+            f"obs['hand_sizes']: {forecaster.name} forecasts {forecaster.n_players} players; "
+            f"the observations' hand_sizes have shape {np.shape(obs['hand_sizes'])}"
         )
     return len(obs["cards"])
 
@@ -109,10 +117,14 @@ class SeatPrior(Forecaster):
         self.games, self.seed, self.max_cards = checks.count("games", games, 1), seed, max_cards
         self.rates = None
 
-    def fit(self, dataset=None):
-        """Simulate the games (the dataset, if given, is not used: it holds too few games)."""
+    def fit(self, dataset=None, progress=None):
+        """Simulate the games (the dataset, if given, is not used: it holds too few games);
+        ``progress(done, total)``, if given, with the games played."""
         counts = np.zeros(self.n_outcomes)
-        for _, block in simulate_blocks(self.games, n_players=self.n_players, seed=self.seed, max_cards=self.max_cards):
+        blocks = simulate_blocks(
+            self.games, n_players=self.n_players, seed=self.seed, max_cards=self.max_cards, progress=progress
+        )
+        for _, block in blocks:
             counts += np.bincount(core.outcome_labels(block.winner, self.n_players), minlength=self.n_outcomes)
         self.rates = counts / counts.sum()
         return self
@@ -352,9 +364,10 @@ class BayesMC(Forecaster):
         from .rollouts import play_out
 
         _check_obs(self, obs)
-        counts, rollouts, played = play_out(
-            obs, self.hands_field, self.k, self.seed, self.max_cards, self.threads, progress, self.backend
-        )
+        counts, rollouts, played = play_out(  # every field checked before the compiled rollouts read it
+            obs, self.hands_field, self.k, self.seed, self.max_cards, self.threads, progress, self.backend,
+            self.n_players,
+        )  # fmt: skip
         self.cards_played += played
         return counts * (self.k / rollouts)[:, None]
 

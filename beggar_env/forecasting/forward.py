@@ -28,6 +28,7 @@ Needs torch (``pip install 'beggar-env[rl]'``).
 """
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 from numba import prange
@@ -535,14 +536,15 @@ def _roll_positions(
 def check_obs(forecaster, obs):
     """The number of positions of a batch of observations of the forecaster's level and
     player count (``ValueError`` naming what is missing)."""
+    from .rollouts import check_positions
+
     needed = {"public": "cards", "counted": "known", "full": "hands"}[forecaster.observation]
-    if not isinstance(obs, dict) or needed not in obs:
+    if not isinstance(obs, Mapping):
+        raise TypeError(f"obs must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
+    if needed not in obs:
         raise ValueError(f"{forecaster.name} reads observation={forecaster.observation!r}: obs needs {needed!r}")
-    if np.shape(obs["hand_sizes"])[-1] != forecaster.n_players:
-        raise ValueError(
-            f"{forecaster.name} forecasts {forecaster.n_players} players, not {np.shape(obs['hand_sizes'])[-1]}"
-        )
-    return len(obs["cards"])
+    hands_field = "known" if needed == "known" else "hands"
+    return len(check_positions(obs, hands_field, forecaster.n_players)["cards"])
 
 
 def _runs(unseen, k):
@@ -564,10 +566,12 @@ def rolled(obs, step=None, *, cards=None, tricks=None, leaf=None, k=256, seed=0,
     ``leaf`` (a counted-view forecaster) at the position reached; a position's forecast is
     the mean over its rollouts. With no budget and the engine, these are
     ``BayesMC(k=k, seed=seed)``'s forecasts; with budget 0, ``leaf``'s."""
-    hands_field = "known" if "known" in obs else "hands"
     from .rollouts import table_arrays
 
-    arrays = table_arrays(obs, hands_field)
+    if not isinstance(obs, Mapping):
+        raise TypeError(f"obs must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
+    hands_field = "known" if "known" in obs else "hands"
+    arrays = table_arrays(obs, hands_field)  # every field checked before the compiled rollouts read it
     n, n_players = arrays[0].shape[:2]
     n_outcomes = n_players + 1
     k = checks.count("k", k, 1)
@@ -730,8 +734,8 @@ def full_arrays(obs):
     from . import features
 
     return (
-        torch.from_numpy(np.ascontiguousarray(obs["hands"], np.int64)),
-        torch.from_numpy(np.ascontiguousarray(obs["pile"], np.int64)),
+        torch.from_numpy(np.array(obs["hands"], np.int64)),  # copies: torch wants writable arrays
+        torch.from_numpy(np.array(obs["pile"], np.int64)),
         torch.from_numpy(features.public_features(obs)),
     )
 
