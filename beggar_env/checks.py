@@ -17,14 +17,33 @@ MAX_LIMIT = 2**63 - 1  # the engine's counters are int64; this value means "no l
 MAX_COUNT = 2**63 - 1  # games, deals, steps: the engine counts them in int64
 MAX_SEED = 2**64 - 1
 EXCERPT = 60  # characters of bad input quoted in an error message
+DIGITS = 40  # digits of a huge number quoted in an error message
+STR_DIGITS_BITS = 14_000  # ints of at most this many bits have fewer than 4,300 digits, which str() writes
 
 
 def excerpt(value, limit=EXCERPT):
-    """``repr(value)``, cut to about ``limit`` characters for an error message."""
+    """``repr(value)``, cut to about ``limit`` characters for an error message (an int
+    as :func:`number_text` writes it)."""
+    if is_integer(value):
+        return number_text(value)
     text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
     if isinstance(value, str) and len(value) > limit:
         return f"{text[:-1]}...{text[-1]} ({len(value):,} characters)"
     return text if len(text) <= limit + 2 else text[:limit] + "..."
+
+
+def number_text(value, digits=DIGITS) -> str:
+    """An int as an error message quotes it: whole up to ``digits`` digits, else its first
+    and last digits and how many it has (Python writes no int of more than 4,300 digits)."""
+    value = int(value)
+    bits = abs(value).bit_length()
+    if bits <= 3 * digits:  # at most 0.91 * digits digits
+        return str(value)
+    if bits > STR_DIGITS_BITS:
+        return f"a{' negative' if value < 0 else ''} number of about {int(bits * math.log10(2)):,} digits"
+    text = str(value)
+    sign = "-" if value < 0 else ""
+    return f"{text[: digits // 2]}...{text[-5:]} ({len(text) - len(sign):,} digits)"
 
 
 def install_hint(extra) -> str:
@@ -60,7 +79,7 @@ def integer(name, value, minimum=None, maximum=None):
         raise TypeError(f"{name} must be an int, not {type(value).__name__} {excerpt(value)}")
     value = int(value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be {range_text(minimum, maximum)}, not {value}")
+        raise ValueError(f"{name} must be {range_text(minimum, maximum)}, not {number_text(value)}")
     return value
 
 
@@ -91,7 +110,7 @@ def n_players(value):
     if not is_integer(value):
         raise TypeError(f"n_players must be an int, not {type(value).__name__}")
     if not 2 <= value <= 4:
-        raise ValueError(f"n_players must be 2, 3 or 4, not {value}")
+        raise ValueError(f"n_players must be 2, 3 or 4, not {number_text(value)}")
     return int(value)
 
 
@@ -105,7 +124,7 @@ def seed(value):
     if not is_integer(value):
         raise TypeError(f"seed must be None, an int or a numpy.random.Generator, not {type(value).__name__}")
     if not 0 <= value <= MAX_SEED:
-        raise ValueError(f"seed must be between 0 and 2**64-1, not {value}")
+        raise ValueError(f"seed must be between 0 and 2**64-1, not {number_text(value)}")
     return np.uint64(value)
 
 

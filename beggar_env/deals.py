@@ -365,8 +365,14 @@ STANDARD_DECK = "-" * 36 + "JJJJQQQQKKKKAAAA"
 ORDERS = {"camicia": "AKQJ-", "census": "-JQKA"}  # each numbering's symbols, least first
 
 
+STANDARD_COUNTS = (36, 4, 4, 4, 4)  # cards of each class in the standard deck: a deck holds at most these
+
+
 def deck_counts(deck) -> np.ndarray:
-    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``)."""
+    """Cards of each class (int64[5]) of a deck given in compact symbols (``"JQKA----"``):
+    2 cards or more, part of the standard 52 (at most four of each court card, 36
+    numerals), as a deal of it must be. The one rule for a deck, of the API and of every
+    command."""
     if not isinstance(deck, str):
         raise TypeError(f"deck must be a string of compact symbols (- J Q K A), not {type(deck).__name__}")
     counts = np.zeros(core.N_CLASSES, np.int64)
@@ -376,8 +382,12 @@ def deck_counts(deck) -> np.ndarray:
         counts[core.CLASS_SYMBOLS.index(symbol.upper())] += 1
     if counts.sum() < 2:
         raise ValueError(f"deck must have at least 2 cards, not {int(counts.sum())}")
-    if counts.sum() > core.DECK_SIZE:
-        raise ValueError(f"deck must have at most {core.DECK_SIZE} cards, not {int(counts.sum())}")
+    for symbol, count, most in zip(core.CLASS_SYMBOLS, counts.tolist(), STANDARD_COUNTS):
+        if count > most:
+            raise ValueError(
+                f"deck: {count} {'numerals' if symbol == '-' else repr(symbol)} in {checks.excerpt(deck)}, more than "
+                f"the standard deck's {most} (a deck is part of the standard 52 cards)"
+            )
     return counts
 
 

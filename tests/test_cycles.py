@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import beggar, without_notice
+from conftest import beggar, beggar_in_process, one_line, without_notice
 from reference import play_reference
 
 import beggar_env
@@ -152,6 +152,40 @@ def test_casellas_deal_is_found_from_its_own_cycle_among_every_balanced_deal_tha
 def test_bad_input_is_refused_naming_what_is_wrong(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.fixture
+def no_lock(monkeypatch):
+    """Any lock taken fails the test: bad input is refused before an output is locked."""
+
+    def exclusive(path):
+        raise AssertionError(f"{path} locked before the input was checked")
+
+    monkeypatch.setattr(beggar_env.files, "exclusive", exclusive)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda out: reconstruct.reconstruct("-A/--", out=out), "reaches no cycle"),
+        (lambda out: reconstruct.reconstruct("-X/--", out=out), "unknown symbol 'X'"),
+        (lambda out: reconstruct.reconstruct(CASELLA, tsv=out.with_suffix(".tsv"), max_nodes=0), "max_nodes"),
+        (lambda out: reconstruct.extend("-A/-Z", out=out), "unknown symbol 'Z'"),
+    ],
+)
+def test_a_bad_deal_is_refused_before_the_output_is_locked(tmp_path, no_lock, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(tmp_path / "r.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("deal, message", [("-A/--", "reaches no cycle"), ("-X/--", "unknown symbol 'X'")])
+def test_the_reconstruct_command_refuses_a_bad_deal_in_one_line_before_locking(
+    tmp_path, no_lock, capsys, deal, message
+):
+    run = beggar_in_process(capsys, "cycles", "reconstruct", "--deal", deal, "--out", str(tmp_path / "r.json"))
+    one_line(run, 2, message)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow

@@ -5,6 +5,8 @@ compiled numbering, round trips of any deck, and refusals in one line."""
 
 import csv
 import itertools
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +82,15 @@ def test_every_index_of_the_standard_deck_comes_back(index, players):
         (lambda: deals.deal_at(0, order="sideways"), ValueError, "order must be one of 'camicia', 'census'"),
         (lambda: deals.deal_at(0, deck="JQZ"), ValueError, "unknown symbol 'Z'"),
         (lambda: deals.deal_index("-A/-Q--"), ValueError, "hold 2/4 cards; an index numbers the deals dealt as a game"),
+        (lambda: deals.deal_at(10**5000), ValueError, "index must be between .* not a number of about 5,000 digits"),
+        (
+            lambda: deals.deal_at(-(10**1000)),
+            ValueError,
+            r"index must be .*, not -1000000000000000000\.\.\.00000 \(1,001",
+        ),
+        (lambda: deals.deal_at(0, deck=""), ValueError, "deck must have at least 2 cards, not 0"),
+        (lambda: deals.deal_at(0, deck="JJJJJ"), ValueError, "deck: 5 'J' in 'JJJJJ', more than the standard deck's 4"),
+        (lambda: deals.deal_at(0, deck="-" * 37), ValueError, "deck: 37 numerals in"),
     ],
 )
 def test_bad_indices_are_refused_naming_what_is_wrong(call, error, words):
@@ -108,12 +119,49 @@ def test_beggar_play_index_plays_the_deal_it_numbers(capsys):
         (["-A/-Q", "--deck", "JQ"], "--deck is for --index"),
         (["--index", "0", "--deck", "JQX"], "--deck: unknown symbol"),
         (["--index", "0", "--order", "field"], "invalid choice: 'field'"),
+        (["--index", "1", "--deck", ""], "--deck: must have at least 2 cards, not 0"),  # not the 52-card deck
+        (["--index", "1", "--deck", "--"], "--index must be between 0 and 0, not 1"),  # '--' has one deal
+        (["--index", "1", "--deck=--"], "--index must be between 0 and 0, not 1"),
+        (["--index", "0", "--deck", "JJJJJ"], "--deck: 5 'J' in 'JJJJJ', more than the standard deck's 4"),
+        (["--index", "0", "--players", " 3"], "--players: must be 2, 3 or 4, not ' 3'"),
+        (["--index", "1" * 5000], "not a number of at most 4,300 digits: '1111111111"),
+        (["--index", "1" * 4000], "not 11111111111111111111...11111 (4,000 digits)"),
     ],
 )
 def test_beggar_play_refuses_a_bad_index_in_one_line(args, words, capsys):
     assert cli.main(["play", *args]) == 2
     err = without_notice(capsys.readouterr().err).strip().splitlines()
-    assert len(err) == 1 and words in err[0], err
+    assert len(err) == 1 and words in err[0] and len(err[0]) < 200 and "--deal" not in err[0], err
+
+
+def test_the_deck_dash_dash_is_the_two_numerals_it_names(capsys):
+    for args in (["--deck", "--"], ["--deck=--"]):
+        assert cli.main(["play", "--index", "0", *args, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["deal"] == str(deals.deal_at(0, "--")) == "-/-"
+    from beggar_env.cli import commands
+
+    for mode in (["census", "--source", "every"], ["grow", "--deal", "-A/-Q"]):
+        assert commands.parse_args(["cycles", *mode, "--deck", "--", "--players", "3"]).deck == "--"
+
+
+@pytest.mark.parametrize("deck", ["", "--JJJJJ", "AAAAAAAA--", "-" * 37, "JQX"])
+def test_one_rule_for_a_deck_in_every_command_and_the_api(deck, capsys):
+    from beggar_env.cycles import census, insertion
+
+    with pytest.raises(ValueError) as refused:
+        deals.deck_counts(deck)
+    words = str(refused.value).removeprefix("deck: ").removeprefix("deck ")
+    for call in (
+        lambda: deals.deal_at(0, deck),
+        lambda: census.census(2, "every", deck=deck),
+        lambda: insertion.explore(["-A/-Q"], deck=deck),
+    ):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            call()
+    for args in (["play", "--index", "0"], ["cycles", "census", "--source", "every"], ["cycles", "grow"]):
+        assert cli.main([*args, "--deck", deck]) == 2
+        err = without_notice(capsys.readouterr().err).strip().splitlines()
+        assert len(err) == 1 and f"--deck: {words}" in err[0], (args, err)
 
 
 def test_the_published_table_of_record_indices_is_the_scripts():

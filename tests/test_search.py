@@ -327,6 +327,20 @@ def test_bad_command_lines_get_one_line_and_status_2(tmp_path, monkeypatch, caps
     assert "Traceback" not in run.stderr and not (tmp_path / "f.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    "start, message", [("-X/-Q", "--start: deal, seat 0, card 2: unknown symbol 'X'"), ("-/-/-/-/-", "2 to 4")]
+)
+def test_a_bad_start_is_refused_before_the_file_is_locked(tmp_path, monkeypatch, capsys, start, message):
+    def exclusive(path):
+        raise AssertionError(f"{path} locked before the start deals were checked")
+
+    monkeypatch.setattr(beggar_env.files, "exclusive", exclusive)
+    monkeypatch.chdir(tmp_path)
+    run = beggar_in_process(capsys, "search", "--strategy", "local", "--start", start, "--out", "f.jsonl")
+    assert run.returncode == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_command_refuses_to_overwrite_a_results_file(tmp_path, monkeypatch, capsys):
     (tmp_path / "f.jsonl").write_text("mine\n")
     monkeypatch.chdir(tmp_path)

@@ -17,7 +17,7 @@ def add_parser(commands):
         description="Train the learned baselines and evaluate every forecaster with one protocol "
         "for 2, 3 and 4 players; print the tables; write JSON, tables and pictures. To add your own "
         "forecaster's row to published results, use --redraw --forecaster FILE (seconds): without "
-        "--redraw the whole study runs again (about 12 minutes on 2 cores).",
+        "--redraw the whole study runs again (37 min on 2 shared cores, docs/results.md).",
     )
     b.add_argument("--quick", action="store_true", help="a small protocol: 80 s on 2 cores once compiled")
     b.add_argument(
@@ -34,9 +34,8 @@ def add_parser(commands):
     )
     b.add_argument(
         "--players",
-        type=int,
+        type=options.players,
         nargs="+",
-        choices=(2, 3, 4),
         default=[2, 3, 4],
         metavar="P",
         help="player counts (default 2 3 4)",

@@ -50,7 +50,9 @@ def run(args):
 
 def _attach_values(argv):
     """``--start -A/-Q`` as ``--start=-A/-Q`` (and ``--deck -JQKA`` as ``--deck=-JQKA``):
-    argparse would take a value that starts with '-' for an option."""
+    argparse would take a value that starts with '-' for an option. The deck ``--`` (given
+    as ``--deck --`` or ``--deck=--``), which argparse would drop, is passed as
+    ``options.DOUBLE_DASH``."""
     words, rest = [], list(argv)
     while rest:
         word = rest.pop(0)
@@ -59,6 +61,9 @@ def _attach_values(argv):
             deck = word in DECK_OPTIONS and not rest[0].strip("-JQKAjqka")
             if deal or deck:
                 word = f"{word}={rest.pop(0)}"
+        flag, equals, value = word.partition("=")
+        if flag in DECK_OPTIONS and equals and value == "--":
+            word = f"{flag}={options.DOUBLE_DASH}"
         words.append(word)
     return words
 

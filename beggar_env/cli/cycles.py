@@ -40,7 +40,7 @@ def add_parser(commands):
     n.add_argument(
         "--source", choices=SOURCES, default="random", help="random positions, or every deal of --deck (default random)"
     )
-    n.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help=f"the deck, {deck_help}")
+    n.add_argument("--deck", type=options.deck, default=STANDARD_DECK, metavar="CARDS", help=f"the deck, {deck_help}")
     n.add_argument(
         "--positions",
         type=options.whole_number(1),
@@ -99,7 +99,9 @@ def add_parser(commands):
         help="insert: a card put in, up to --deck; pairs: two cards; move: a card moved; delete: a card taken out "
         "(default insert)",
     )
-    g.add_argument("--deck", default=STANDARD_DECK, metavar="CARDS", help=f"the deck to grow to, {deck_help}")
+    g.add_argument(
+        "--deck", type=options.deck, default=STANDARD_DECK, metavar="CARDS", help=f"the deck to grow to, {deck_help}"
+    )
     g.add_argument(
         "--beam", type=options.whole_number(1), default=400, metavar="B", help="cycles kept a level (default 400)"
     )

@@ -18,6 +18,7 @@ COMPILE_NOTICE_WORDS = (
     f"{COMPILE_NOTICE} (the first run of each part compiles it once, seconds to a minute; later runs load it from "
     "numba's cache; beggar warmup compiles every part)..."
 )
+MOST_DIGITS = 4300  # int() reads no longer number (sys.get_int_max_str_digits)
 WHOLE_NUMBER = re.compile(r"-?[0-9]+")  # int() would also take '5_0', '+5', ' 7 ' and other scripts' digits ('５')
 REAL_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
@@ -36,11 +37,15 @@ def whole_number(minimum, maximum=checks.MAX_COUNT):
     def parse(text):
         if not WHOLE_NUMBER.fullmatch(text):
             raise argparse.ArgumentTypeError(f"not a whole number: {checks.excerpt(text)}")
+        if len(text.lstrip("-")) > MOST_DIGITS:
+            raise argparse.ArgumentTypeError(f"not a number of at most {MOST_DIGITS:,} digits: {checks.excerpt(text)}")
         value = int(text)
         try:
             return checks.integer("the value", value, minimum, maximum)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {checks.range_text(minimum, maximum)}, not {value}") from None
+            raise argparse.ArgumentTypeError(
+                f"must be {checks.range_text(minimum, maximum)}, not {checks.number_text(value)}"
+            ) from None
 
     return parse
 
@@ -64,6 +69,30 @@ def real_number(minimum, strict=False):
     return parse
 
 
+DOUBLE_DASH = "\0--"  # the deck '--' on its way through argparse, which drops a value '--' (commands.parse_args)
+PLAYER_COUNTS = ("2", "3", "4")
+
+
+def deck(text):
+    """An argparse type: a deck in compact symbols (``--`` included: see :data:`DOUBLE_DASH`),
+    checked by the one rule of a deck, the API's (``deals.deck_counts``)."""
+    from ..deals import deck_counts
+
+    text = "--" if text == DOUBLE_DASH else text
+    try:
+        deck_counts(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(re.sub(r"^deck:? ", "", str(error))) from None
+    return text
+
+
+def players(text):
+    """An argparse type: a player count, 2, 3 or 4, written as such (int() would take ' 3')."""
+    if text not in PLAYER_COUNTS:
+        raise argparse.ArgumentTypeError(f"must be 2, 3 or 4, not {checks.excerpt(text)}")
+    return int(text)
+
+
 def add_limits(parser, tricks=True):
     limit = whole_number(0, checks.MAX_LIMIT)
     parser.add_argument("--max-cards", type=limit, metavar="N", help="the agreed time limit, in cards played")
@@ -72,7 +101,7 @@ def add_limits(parser, tricks=True):
 
 
 def add_run_options(parser, what):
-    parser.add_argument("--players", type=int, choices=(2, 3, 4), default=2, metavar="P", help="2, 3 or 4 (default 2)")
+    parser.add_argument("--players", type=players, default=2, metavar="P", help="2, 3 or 4 (default 2)")
     parser.add_argument(
         "--seed", type=whole_number(0, checks.MAX_SEED), metavar="S", help="seed (default: a fresh one, printed)"
     )

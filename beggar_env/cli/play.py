@@ -2,11 +2,15 @@
 trick; ``--json``)."""
 
 import json
+import re
 
 from .. import core
 from ..checks import plural
 from ..deals import ORDERS, STANDARD_DECK
 from . import UsageError, options
+
+FLAGS = {"index": "--index", "deck": "--deck", "n_players": "--players", "order": "--order"}
+API_NAME = re.compile(r"^(\w+)(?=:? )")  # an argument's name, as the API's messages start
 
 
 def add_parser(commands):
@@ -30,9 +34,12 @@ def add_parser(commands):
         "(numeral < J < Q < K < A, beggar cycles census's) (default camicia)",
     )
     p.add_argument(
-        "--deck", metavar="CARDS", help="with --index: the deck, in compact symbols (default: the standard 52 cards)"
+        "--deck",
+        type=options.deck,
+        metavar="CARDS",
+        help="with --index: the deck, in compact symbols (default: the standard 52 cards; may start with -)",
     )
-    p.add_argument("--players", type=int, choices=(2, 3, 4), metavar="P", help="with --index: 2, 3 or 4 (default 2)")
+    p.add_argument("--players", type=options.players, metavar="P", help="with --index: 2, 3 or 4 (default 2)")
     options.add_limits(p)
     p.add_argument(
         "--no-cycles", action="store_true", help="do not detect cycles (a deal that never ends runs until Ctrl-C)"
@@ -115,6 +122,7 @@ def _deal(args):
     if args.deal is not None:
         raise UsageError("beggar play: give a deal or --index N, not both")
     try:
-        return deal_at(args.index, args.deck or STANDARD_DECK, args.players or 2, args.order)
-    except ValueError as error:
-        raise UsageError(f"beggar play: --{error}") from None
+        return deal_at(args.index, STANDARD_DECK if args.deck is None else args.deck, args.players or 2, args.order)
+    except ValueError as error:  # the API's words for an argument are the command line's flags here
+        text = API_NAME.sub(lambda m: FLAGS.get(m.group(1), m.group(1)), str(error).splitlines()[0])
+        raise UsageError(f"beggar play: {text}") from None

@@ -145,6 +145,7 @@ def run(args):
         temperature=args.temperature,
         starts=args.start,
     )
+    _check_starts(args.start)  # all input before the file is locked
     out = _results_path(args.out, args.resume)
     if args.backend == "cuda":
         options.require_cuda("search", args)
@@ -176,6 +177,16 @@ def run(args):
     finally:
         line.clear()
     print_report(report)
+
+
+def _check_starts(starts):
+    from ..deals import parse_deal
+
+    for start in starts:
+        try:
+            parse_deal(start)
+        except ValueError as error:
+            raise UsageError(f"beggar search: --start: {str(error).splitlines()[0]}") from None
 
 
 def _results_path(path, resume):

@@ -1,5 +1,7 @@
 """``beggar warmup``: compile every compiled part of the package at once."""
 
+from . import options
+
 
 def add_parser(commands):
     w = commands.add_parser(
@@ -11,9 +13,7 @@ def add_parser(commands):
         "forward, for each player count. A first use "
         "compiles only the part it runs; this does them all at once.",
     )
-    w.add_argument(
-        "--players", type=int, nargs="+", choices=(2, 3, 4), default=[2, 3, 4], metavar="P", help="(default 2 3 4)"
-    )
+    w.add_argument("--players", type=options.players, nargs="+", default=[2, 3, 4], metavar="P", help="(default 2 3 4)")
 
 
 def run(args):

@@ -114,11 +114,12 @@ def reconstruct(deal, max_nodes=MAX_NODES, progress=None, *, out=None, tsv=None)
     a ``RuntimeError`` if one does not reach the cycle, which would be a bug).
     ``progress(positions, deals)`` after each level. ``out``: a JSON file of the result
     (:func:`record`), ``tsv``: a table of its deals (:func:`table`), each checked before
-    the walk and locked during it."""
+    the walk and locked during it (after every argument is checked, the deal's cycle found)."""
     max_nodes = checks.count("max_nodes", max_nodes, 1)
     checks.callback("progress", progress)
+    cycle = cycle_positions(deal)  # a ValueError before any file is locked: a deal not valid, a game that ends
     with records.output(out) as path, records.output(tsv, "tsv", ".tsv") as table_path:
-        found = _reconstruct(deal, max_nodes, progress)
+        found = _reconstruct(cycle, max_nodes, progress)
         records.write(path, "reconstruct", record(found, deal, max_nodes))
         if table_path is not None:
             files.write_bytes(table_path, table(found).encode("utf-8"))
@@ -165,9 +166,9 @@ def table(found: Reconstruction) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _reconstruct(deal, max_nodes, progress):
+def _reconstruct(cycle_and_positions, max_nodes, progress):
     started = time.perf_counter()
-    positions, cycle = cycle_positions(deal)
+    positions, cycle = cycle_and_positions
     n_cards = len(positions[0][0])
     on_cycle = {(c.tobytes(), tuple(s), int(seat)) for c, s, seat in positions}
     level = tuple(np.array(column) for column in zip(*positions))
@@ -238,8 +239,9 @@ def extend(deal, offsets=50, max_nodes=100_000, beam=None, progress=None, *, out
     max_nodes = checks.count("max_nodes", max_nodes, 1)
     beam = None if beam is None else checks.count("beam", beam, 1)
     checks.callback("progress", progress)
+    deal = parse_deal(deal)  # before the file is locked
     with records.output(out) as path:
-        found = _extend(parse_deal(deal), offsets, max_nodes, beam, progress)
+        found = _extend(deal, offsets, max_nodes, beam, progress)
         records.write(
             path,
             "extend",
