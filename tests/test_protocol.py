@@ -271,3 +271,167 @@ def test_a_report_file_is_checked_whole_in_one_line(test_set, tmp_path):
             protocol.Report.load(tmp_path / "broken.json")
         message = str(caught.value)
         assert "broken.json" in message and words in message and "\n" not in message, message
+
+
+# ------------------------------------------------- the test set as each forecaster finds it
+
+
+class Zeroes:
+    """A counted forecaster that writes into its observation (it zeroes the unseen counts)."""
+
+    observation = "counted"
+    name = "zeroes"
+
+    def predict_proba(self, obs):
+        obs["unseen"][:] = 0
+        return np.full((len(obs["cards"]), 3), 1 / 3)
+
+
+def test_a_forecaster_cannot_change_the_test_set_for_the_next_one():
+    """A forecaster that zeroed obs['unseen'] once made MostCards(2) score 0.499 instead of
+    0.655 and emptied the open slice, silently: the positions are read-only."""
+    test = protocol.TestSet.generate(2, 30, seed=protocol.TEST_SEED)
+    fresh = protocol.TestSet.generate(2, 30, seed=protocol.TEST_SEED)  # an independent copy to compare with
+    open_before = test.slices["open"].sum()
+    with pytest.raises(ValueError, match="read-only"):
+        evaluate(Zeroes(), test, bootstrap=10, reference=False)
+    obs = test.observations("counted")
+    with pytest.raises(ValueError):
+        obs["unseen"].flags.writeable = True  # a view of read-only arrays stays read-only
+    with pytest.raises(ValueError, match="read-only"):
+        test.data.winner[:] = 0  # the labels' source
+    assert open_before > 0 and test.slices["open"].sum() == open_before
+    assert all(np.array_equal(obs[name], fresh.observations("counted")[name]) for name in obs)
+    mine = evaluate(forecasters.MostCards(2), test, bootstrap=10, reference=False)
+    theirs = evaluate(forecasters.MostCards(2), fresh, bootstrap=10, reference=False)
+    assert mine["slices"] == theirs["slices"]
+    writable = {name: np.array(value) for name, value in obs.items()}  # a copy is the forecaster's own
+    writable["unseen"][:] = 0
+    assert test.slices["open"].sum() == open_before
+
+
+# ---------------------------------------------------------- unclear errors, made clear
+
+
+def test_a_forecaster_whose_n_players_is_not_a_count_is_a_type_error(test_set):
+    class Stringly(MostCardsByHand):
+        n_players = "2"  # once: "the forecaster is for 2 players, the test set 2"
+
+    with pytest.raises(TypeError, match=r"n_players must be an int \(2, 3 or 4\), not str '2'"):
+        evaluate(Stringly(), test_set, bootstrap=10)
+    with pytest.raises(TypeError, match="n_players must be an int"):
+        evaluate(Stringly(), 2, bootstrap=10)  # before minutes spent on the published test set
+
+    class Three(MostCardsByHand):
+        n_players = 3
+
+    with pytest.raises(ValueError, match="n_players is 3, but the test set is of 2-player games"):
+        evaluate(Three(), test_set, bootstrap=10)
+
+
+def test_a_recurrent_forecaster_without_reset_state_is_a_type_error_naming_it(test_set):
+    class Forgetful(MostCardsByHand):
+        recurrent = True  # once an AttributeError from deep inside
+
+        def act(self, obs, forecast="label"):
+            return self.predict_proba(obs)
+
+    with pytest.raises(TypeError, match=r"recurrent=True.*needs reset_state\(\).*Forgetful lacks"):
+        evaluate(Forgetful(), test_set, bootstrap=10)
+
+
+def test_a_report_carries_a_few_short_keys_of_its_own_and_no_more(test_set, tmp_path):
+    saved = json.loads(json.dumps(evaluate(MostCardsByHand(), test_set, bootstrap=10, reference=False)))
+    path = tmp_path / "mine.json"
+    for extra, words in (
+        ({"x" * 1000: 1}, "$: a key of the report's own must be a short lowercase name"),  # once in results.json
+        ({"Training": {}}, "not 'Training'"),
+        ({"training": "x" * 5000}, "$.training: a key of the report's own must hold at most 4,096 characters"),
+        ({f"extra_{i}": i for i in range(protocol.EXTRA_KEYS + 1)}, "at most 8 keys of the report's own"),
+    ):
+        path.write_text(json.dumps({**saved, **extra}))
+        with pytest.raises(ValueError) as caught:
+            protocol.Report.load(path)
+        assert words in str(caught.value) and "\n" not in str(caught.value) and len(str(caught.value)) < 400
+    kept = {"training": {"steps": 5_000_000}, "command": "python train.py"}  # as the published PPO rows carry
+    path.write_text(json.dumps({**saved, **kept}))
+    assert protocol.Report.load(path)["training"] == kept["training"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_a_report_path_that_is_no_regular_file_is_refused_at_once(tmp_path, kind):
+    """A link to /dev/zero was read until memory ran out, a FIFO blocked for ever (the
+    bounded read is files.read_json's; Report.load reads through it)."""
+    import os
+    import threading
+
+    path = tmp_path / "report.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    caught = []
+
+    def load():
+        try:
+            protocol.Report.load(path)
+        except Exception as error:  # noqa: BLE001 (the kind is checked below)
+            caught.append(error)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive() and kind == "fifo":  # let the blocked reader go before failing
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    assert not reader.is_alive(), f"Report.load of a {kind} did not return within 10 s"
+    assert len(caught) == 1 and isinstance(caught[0], ValueError), caught
+    assert str(path) in str(caught[0]) and "\n" not in str(caught[0])
+
+
+# ------------------------------------------------------------------- progress
+
+
+@pytest.fixture
+def small_reference(monkeypatch):
+    """The published test set and the reference at a test's size."""
+    monkeypatch.setattr(protocol, "PUBLISHED_GAMES", 25)
+    monkeypatch.setattr(protocol, "_PUBLISHED", {})
+    monkeypatch.setattr(protocol, "REFERENCE_PRIOR_GAMES", 2000)
+    monkeypatch.setattr(protocol, "REFERENCE_K", 4)
+
+
+PHASES = [
+    "test set: 25 games of 2 players",
+    "forecasts: my most cards",
+    "reference: seat prior, its games",
+    "reference: seat prior",
+    "reference: Bayes (Monte Carlo, K=4)",
+    "report: intervals and calibration",
+]
+
+
+def test_a_progress_callback_sees_every_phase_from_start_to_end(small_reference):
+    calls = []
+    evaluate(MostCardsByHand(), 2, bootstrap=10, progress=lambda *call: calls.append(call))
+    phases = list(dict.fromkeys(phase for phase, _, _ in calls))
+    assert phases == PHASES
+    for phase in phases:
+        seen = [(done, total) for name, done, total in calls if name == phase]
+        assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] > 0, (phase, seen)
+
+
+def test_progress_false_prints_nothing_and_a_bar_shows_every_phase(small_reference, capfd, monkeypatch):
+    evaluate(MostCardsByHand(), 2, bootstrap=10, progress=False)  # compiled first: nothing of numba's below
+    protocol._PUBLISHED.clear()
+    capfd.readouterr()
+    evaluate(MostCardsByHand(), 2, bootstrap=10, progress=False)
+    evaluate(MostCardsByHand(), 2, bootstrap=10)  # None: a bar only where stderr is a terminal, not here
+    assert capfd.readouterr() == ("", "")
+    protocol._PUBLISHED.clear()
+    monkeypatch.setattr(protocol.Phases, "DELAY", 0)  # every phase shown, however short
+    monkeypatch.setattr(protocol, "_stderr_is_a_terminal", lambda: True)
+    evaluate(MostCardsByHand(), 2, bootstrap=10)
+    out, err = capfd.readouterr()
+    assert out == "" and all(phase in err for phase in PHASES), err
+    with pytest.raises(TypeError, match="progress must be None"):
+        evaluate(MostCardsByHand(), 2, bootstrap=10, progress="yes")

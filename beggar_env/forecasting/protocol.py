@@ -37,6 +37,8 @@ import json
 import math
 import numbers
 import os
+import re
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -122,8 +124,13 @@ class TestSet:
     _full: datasets.Dataset | None = field(default=None, repr=False)
     _reference: tuple | None = field(default=None, repr=False)  # reference(): kept for the next report
 
+    def __post_init__(self):
+        read_only(self.data)
+
     @classmethod
-    def generate(cls, n_players, games, seed=TEST_SEED, max_cards=None, threads=None):
+    def generate(cls, n_players, games, seed=TEST_SEED, max_cards=None, threads=None, progress=None):
+        """Every card step of ``games`` random games of ``seed``; ``progress(done, total)``, if
+        given, as :func:`beggar_env.datasets.generate` calls it."""
         data = datasets.generate(
             games,
             n_players=n_players,
@@ -132,36 +139,51 @@ class TestSet:
             seed=seed,
             max_cards=max_cards,
             threads=threads,
+            progress=progress,
         )
         return cls(n_players, games, seed, max_cards, data)
 
     @classmethod
-    def published(cls, n_players):
-        """The published tables' test set for ``n_players`` (kept for the next call)."""
+    def published(cls, n_players, progress=None):
+        """The published tables' test set for ``n_players`` (kept for the next call;
+        ``progress`` as :meth:`generate` calls it, while it is made)."""
         n_players = checks.n_players(n_players)
         if _PUBLISHED.get("test") is None or _PUBLISHED["test"].n_players != n_players:
             _PUBLISHED["test"] = None  # one at a time: 0.5 GB for 2 players
-            _PUBLISHED["test"] = cls.generate(n_players, PUBLISHED_GAMES)
+            _PUBLISHED["test"] = cls.generate(n_players, PUBLISHED_GAMES, progress=progress)
         return _PUBLISHED["test"]
 
-    def observations(self, level):
+    def observations(self, level, progress=None):
         """The test positions as the ``level`` forecaster reads them: exactly the fields of
         that level's observation (a dict), never more (a "public" forecaster does not see
-        what a card-counter knows)."""
+        what a card-counter knows). The arrays are read-only views of the test set, so that
+        no forecaster changes the positions the next one reads, nor the labels, the slices
+        and the reference (copy one to change it). The full view is made on the first call
+        for it (``progress`` as :meth:`generate` calls it)."""
         level = checks.choice("observation", level, ("public", "counted", "full"))
         names = [name for name, _, _, _ in Layout(self.n_players, level).fields]
         if level != "full":
-            return {name: self.data.fields[name] for name in names}
+            fields = self.data.fields
+            return {name: fields[name] for name in names}
         if self._full is None:
-            self._full = datasets.generate(
-                self.games,
-                n_players=self.n_players,
-                observation="full",
-                samples="card",
-                seed=self.seed,
-                max_cards=self.max_cards,
+            self._full = read_only(
+                datasets.generate(
+                    self.games,
+                    n_players=self.n_players,
+                    observation="full",
+                    samples="card",
+                    seed=self.seed,
+                    max_cards=self.max_cards,
+                    progress=progress,
+                )
             )
-        return {name: self._full.fields[name] for name in names}
+        fields = self._full.fields
+        return {name: fields[name] for name in names}
+
+    @property
+    def full_view_made(self):
+        """Whether the full view of the positions (the oracle's, made on first use) is made."""
+        return self._full is not None
 
     @property
     def labels(self):
@@ -181,22 +203,24 @@ class TestSet:
         masks["determined"] = ~masks["open"]
         return masks
 
-    def reference(self, bootstrap=1000):
+    def reference(self, bootstrap=1000, progress=None):
         """The reference of the gap closed on these positions: the reports (with their
         per-position scores) of the seat prior (:data:`REFERENCE_PRIOR_GAMES` games) and the
         Bayes forecaster (K = :data:`REFERENCE_K`), both seed 0, as the published tables
         make them; evaluated once and kept. The Bayes forecaster takes about 30 s on the
-        published 2-player test set on 2 cores, 40 to 60 s for 3 and 4 players."""
+        published 2-player test set on 2 cores, 40 to 60 s for 3 and 4 players.
+        ``progress`` as :func:`evaluate` takes it (None: nothing shown here)."""
         from .forecasters import BayesMC, SeatPrior
 
         if self._reference is None:
-            made = []
-            for forecaster in (
-                SeatPrior(self.n_players, games=REFERENCE_PRIOR_GAMES, seed=0, max_cards=self.max_cards),
-                BayesMC(self.n_players, k=REFERENCE_K, seed=0, max_cards=self.max_cards),
-            ):
-                probs, seconds = predict(forecaster, self)
-                made.append(report(forecaster.name, probs, self, seconds, bootstrap, forecaster.observation))
+            with Phases(progress if progress is not None else False) as phases:
+                prior = SeatPrior(self.n_players, games=REFERENCE_PRIOR_GAMES, seed=0, max_cards=self.max_cards)
+                prior.fit(progress=phases.phase(f"reference: {prior.name}, its games", prior.games))
+                made = []
+                for forecaster in (prior, BayesMC(self.n_players, k=REFERENCE_K, seed=0, max_cards=self.max_cards)):
+                    shown = phases.phase(f"reference: {forecaster.name}", len(self.labels))
+                    probs, seconds = predict(forecaster, self, shown)
+                    made.append(report(forecaster.name, probs, self, seconds, bootstrap, forecaster.observation))
             self._reference = tuple(made)
         return self._reference
 
@@ -216,6 +240,79 @@ class TestSet:
 
 
 _PUBLISHED = {}
+
+
+class Phases:
+    """:func:`evaluate`'s progress over its phases (the test set made, the forecasts, the
+    reference's seat prior and Bayes forecaster, the report's figures). ``progress``: None
+    (a tqdm bar on stderr when stderr is a terminal, else nothing), True (a bar), False
+    (nothing), or a callable ``progress(phase, done, total)``, called with ``done = 0`` as
+    each phase starts and ``done = total`` as it ends. Use it as a context manager; a
+    :class:`Phases` given as ``progress`` is used as it is."""
+
+    DELAY = 0.5  # seconds before a phase's bar shows, as the command line's bars
+
+    def __new__(cls, progress=None):
+        if isinstance(progress, Phases):
+            return progress
+        return super().__new__(cls)
+
+    def __init__(self, progress=None):
+        if progress is self:
+            return
+        if progress is not None and not isinstance(progress, (bool, np.bool_)) and not callable(progress):
+            raise TypeError(
+                f"progress must be None (a bar on a terminal), True, False or a callable progress(phase, done, "
+                f"total), not {type(progress).__name__} {checks.excerpt(progress)}"
+            )
+        self.call = progress if callable(progress) else None
+        self.bars = self.call is None and (bool(progress) if progress is not None else _stderr_is_a_terminal())
+        self.bar = None
+
+    def phase(self, name, total):
+        """The start of phase ``name`` (of ``total`` steps); its ``report(done, total)``
+        callback, or None when nothing is shown."""
+        self.close()
+        if self.call is not None:
+            self.call(name, 0, total)
+            return lambda done, of: self.call(name, done, of)
+        if not self.bars:
+            return None
+        from tqdm import tqdm
+
+        self.bar = bar = tqdm(total=total, desc=name, file=sys.stderr, leave=False, delay=self.DELAY)
+
+        def report(done, of):
+            bar.total = of
+            bar.update(done - bar.n)
+
+        return report
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _stderr_is_a_terminal():
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
+
+
+def read_only(data):
+    """``data`` (a Dataset) with every array read-only, the views it hands out too: a write
+    into a test position raises instead of changing it for every later forecaster."""
+    for name in data.ARRAYS:
+        getattr(data, name).flags.writeable = False
+    return data
 
 
 def position_scores(probs, labels):
@@ -548,13 +645,20 @@ REFERENCE_SCHEMA = {  # the gap closed between the seat prior and Bayes, and the
         "versus_bayes": _per_slice(_DIFFERENCE),
     },
 }
+# Beside its figures a report may carry a few keys of its own (how it was trained, the
+# command that made it: "training", "settings", "history"), carried into results.json:
+# a few, short names, each value a bounded JSON.
+EXTRA_KEYS, EXTRA_KEY_NAME, EXTRA_CHARACTERS = 8, "^[a-z][a-z0-9_]{0,39}$", 4096
 REPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": REPORT_FORMAT,
     "type": "object",
     "required": list(REPORT_KEYS),
+    "propertyNames": {"pattern": EXTRA_KEY_NAME},
+    "maxProperties": len(REPORT_KEYS) + 1 + EXTRA_KEYS,  # 1: the version that wrote it
     "properties": {
         "format": {"const": REPORT_FORMAT},
+        "beggar_env": {"type": "string", "maxLength": 40},  # the version that wrote it
         "protocol_version": {"const": PROTOCOL_VERSION},
         "format_version": {"enum": [1, FORMAT_VERSION]},  # 1: read from a layout-1 file (upgrade_report)
         "forecaster": _NAME,
@@ -709,8 +813,10 @@ def check_report(record, where) -> dict:
     report of layout 1 (before the tracks: no ``format_version``) checked as it was written
     (:data:`REPORT_SCHEMA_V1`) and upgraded (:func:`upgrade_report`). Then ``ValueError``
     naming ``where`` (the file) and the first thing wrong in it:
-    against :data:`REPORT_SCHEMA` (structure, types, every number's range), then what a
-    schema cannot say: every number finite, the name a cell of the tables
+    against :data:`REPORT_SCHEMA` (structure, types, every number's range, at most
+    :data:`EXTRA_KEYS` keys of the report's own with short names), then what a
+    schema cannot say: every number finite, each key of its own at most
+    :data:`EXTRA_CHARACTERS` characters of JSON, the name a cell of the tables
     (:func:`check_name`), whole numbers written as such, each interval low <= high, the
     outcomes those of its player count, and the slices' and curves' counts consistent
     with its positions: open and determined add up to all, a derived figure is what all
@@ -726,6 +832,8 @@ def check_report(record, where) -> dict:
             check_name(record["forecaster"], "the forecaster's name")
         except ValueError as error:
             refuse("$.forecaster", str(error))
+    if isinstance(record, dict):
+        _check_own_keys(record, refuse)
     if isinstance(record, dict) and "format_version" not in record:
         files.check_schema(record, REPORT_SCHEMA_V1, where)  # what the upgrade reads, checked first
         record = upgrade_report(record)
@@ -815,6 +923,21 @@ def check_report(record, where) -> dict:
     return record
 
 
+def _check_own_keys(record, refuse):
+    """The keys of a report's own, beside its figures (:data:`EXTRA_KEYS` at most, short
+    lowercase names, each value at most :data:`EXTRA_CHARACTERS` characters of JSON): said
+    plainly, before the schema (whose message would quote the whole report)."""
+    own = [key for key in record if key not in REPORT_KEYS and key != "beggar_env"]
+    if len(own) > EXTRA_KEYS:
+        refuse("$", f"at most {EXTRA_KEYS} keys of the report's own beside its figures, not {len(own)}")
+    for key in own:
+        if not isinstance(key, str) or not re.fullmatch(EXTRA_KEY_NAME, key):
+            refuse("$", f"a key of the report's own must be a short lowercase name ({EXTRA_KEY_NAME}), not "
+                   f"{checks.excerpt(key, 40)}")  # fmt: skip
+        if len(json.dumps(record[key])) > EXTRA_CHARACTERS:
+            refuse(f"$.{key}", f"a key of the report's own must hold at most {EXTRA_CHARACTERS:,} characters of JSON")
+
+
 def report(name, probs, test, seconds, bootstrap=1000, observation="public", reference=None):
     """The protocol's :class:`Report` of forecasts ``probs`` (one row per test position) of a
     forecaster of ``observation`` level: per slice, each metric's value, 95% interval and
@@ -883,10 +1006,11 @@ def by_horizon(scores, test):
     return out
 
 
-def reference(test, bootstrap=1000):
+def reference(test, bootstrap=1000, progress=None):
     """The reference of the gap closed on ``test`` (a :class:`TestSet` or a player count):
-    :meth:`TestSet.reference`."""
-    return _check_test(test).reference(bootstrap)
+    :meth:`TestSet.reference` (``progress`` as :func:`evaluate` takes it; None: nothing shown)."""
+    with Phases(progress if progress is not None else False) as phases:
+        return _check_test(test, phases).reference(bootstrap, phases)
 
 
 def reference_figures(result, prior, best, bootstrap=1000, seed=0):
@@ -965,13 +1089,19 @@ def gap_intervals(result, prior, best, *, bootstrap=1000, seed=0) -> dict:
     return out
 
 
-def _check_test(test):
+def _check_test(test, phases=None):
+    """``test`` as a TestSet: the published one of a player count is made (shown as a phase
+    of ``phases``) on first use."""
     if isinstance(test, TestSet):
         return test
     if checks.is_integer(test):
         if not 2 <= test <= 4:
             raise ValueError(f"test must be a player count 2, 3 or 4 (the published test set) or a TestSet, not {test}")
-        return TestSet.published(test)
+        cached = _PUBLISHED.get("test")
+        if phases is None or (cached is not None and cached.n_players == test):
+            return TestSet.published(test)
+        shown = phases.phase(f"test set: {PUBLISHED_GAMES:,} games of {test} players", 2 * PUBLISHED_GAMES)
+        return TestSet.published(test, progress=shown)
     raise TypeError(
         f"test must be a player count (the published test set) or a TestSet, not {type(test).__name__} "
         f"{checks.excerpt(test)}"
@@ -991,25 +1121,56 @@ def predict(forecaster, test: TestSet, progress=None):
         )
     test = _check_test(test)
     checks.callback("progress", progress)
-    if getattr(forecaster, "n_players", test.n_players) != test.n_players:
-        raise ValueError(f"the forecaster is for {forecaster.n_players} players, the test set {test.n_players}")
+    _check_players(forecaster, test)
     if getattr(forecaster, "trained_on_seed", None) == test.seed:
         raise ValueError(f"{forecaster.name} was trained on the test seed {test.seed}: use another training seed")
     from .forecasters import BayesMC
 
     level = getattr(forecaster, "observation", "public")
+    n = len(test.labels)
     if getattr(forecaster, "recurrent", False):  # its memory needs each game in order: played in the vector env
+        _check_recurrent(forecaster)
         forecaster.reset_state()
         probs, seconds = play(lambda obs: forecaster.act(obs, "probs"), test, level, "probs", progress)
-        return _check_forecasts(probs, len(test.labels), test.n_players + 1), seconds
+        return _check_forecasts(probs, n, test.n_players + 1), seconds
     obs = test.observations(level)
     started = time.perf_counter()
     if isinstance(forecaster, BayesMC):  # minutes of rollouts: show progress
         probs = forecaster.predict_proba(obs, progress=progress)
     else:
         probs = forecaster.predict_proba(obs)
-    probs = _check_forecasts(probs, len(test.labels), test.n_players + 1)
+    if progress is not None:
+        progress(n, n)
+    probs = _check_forecasts(probs, n, test.n_players + 1)
     return probs, time.perf_counter() - started
+
+
+def _check_players(forecaster, test=None):
+    """A forecaster's ``n_players`` (if it has one) is the test set's (if given): ``TypeError``
+    for one that is not a player count at all (``"2"``), ``ValueError`` for another one."""
+    if not hasattr(forecaster, "n_players"):
+        return
+    n_players = forecaster.n_players
+    if not checks.is_integer(n_players):
+        raise TypeError(
+            f"the forecaster's n_players must be an int (2, 3 or 4), not {type(n_players).__name__} "
+            f"{checks.excerpt(n_players)}"
+        )
+    if test is not None and n_players != test.n_players:
+        raise ValueError(
+            f"the forecaster's n_players is {n_players}, but the test set is of {test.n_players}-player games"
+        )
+
+
+def _check_recurrent(forecaster):
+    """A forecaster with a memory (``recurrent = True``) has ``reset_state()`` and ``act(obs, forecast)``."""
+    missing = [name for name in ("reset_state", "act") if not callable(getattr(forecaster, name, None))]
+    if missing:
+        raise TypeError(
+            f"the forecaster has recurrent=True, so evaluate plays it step by step in the env: it needs "
+            f"{' and '.join(f'{name}()' for name in missing)} (see beggar_env.forecasting.forecasters.Forecaster), "
+            f"which {type(forecaster).__name__} lacks"
+        )
 
 
 SUM_TOLERANCE = 1e-4  # how far from 1 a row of forecast probabilities may sum (float32 rounding: about 1e-7)
@@ -1079,6 +1240,14 @@ def evaluate(
     and on each track, with intervals: both are evaluated on the same test set first, once
     per test set and process (:func:`reference`: about 30 s for the published 2-player
     test set on 2 cores); False leaves them out (``report["reference"]`` is None).
+
+    ``progress``: the first call for a player count takes minutes (the test set made, the
+    reference's rollouts), so by default (None) a progress bar (tqdm) on stderr shows each
+    phase when stderr is a terminal: the test set made, the forecasts, the reference's seat
+    prior and Bayes forecaster, the report's figures. True shows it anywhere, False
+    nothing; a callable is called as ``progress(phase, done, total)`` instead (a phase's
+    name, its steps done and their total: ``done = 0`` as it starts, ``done = total`` as it
+    ends) (:class:`Phases`).
     """
     forecasts = callable(getattr(forecaster, "predict_proba", None))
     if not forecasts and not callable(forecaster):
@@ -1090,23 +1259,37 @@ def evaluate(
         name = check_name(_name(forecaster), "name (by default the forecaster's name attribute)")
     else:
         name = check_name(name, "name")
-    test = _check_test(test)
     bootstrap = checks.count("bootstrap", bootstrap, 1)
-    checks.memory(16 * bootstrap * test.games, f"{bootstrap:,} bootstrap resamples", "take fewer (bootstrap=1000)")
     if not isinstance(reference, bool):
         raise TypeError(f"reference must be True or False, not {checks.excerpt(reference)}")
-    if not forecasts:
-        level = observation or getattr(forecaster, "observation", "public")
-        return evaluate_policy(
-            forecaster, test, name=name, observation=level, forecast=forecast, bootstrap=bootstrap, reference=reference
-        )
-    probs, seconds = predict(forecaster, test, progress)
-    level = getattr(forecaster, "observation", "public")
-    return report(name, probs, test, seconds, bootstrap, level, _reference(test, reference, bootstrap))
+    if forecasts:  # before minutes spent on the test set
+        _check_players(forecaster)
+        if getattr(forecaster, "recurrent", False):
+            _check_recurrent(forecaster)
+    with Phases(progress) as phases:
+        test = _check_test(test, phases)
+        checks.memory(16 * bootstrap * test.games, f"{bootstrap:,} bootstrap resamples", "take fewer (bootstrap=1000)")
+        if not forecasts:
+            level = observation or getattr(forecaster, "observation", "public")
+            return evaluate_policy(
+                forecaster, test, name=name, observation=level, forecast=forecast, bootstrap=bootstrap,
+                reference=reference, progress=phases,
+            )  # fmt: skip
+        level = getattr(forecaster, "observation", "public")
+        if level == "full" and not test.full_view_made:  # made on first use: a phase of its own
+            test.observations(level, progress=phases.phase("test set: the full view", 2 * test.games))
+        probs, seconds = predict(forecaster, test, phases.phase(f"forecasts: {name}", len(test.labels)))
+        return _report(name, probs, test, seconds, bootstrap, level, reference, phases)
 
 
-def _reference(test, wanted, bootstrap):
-    return reference(test, bootstrap) if wanted else None
+def _report(name, probs, test, seconds, bootstrap, level, wanted, phases):
+    """The report, after the reference if ``wanted`` (each a phase of ``phases``)."""
+    figures = reference(test, bootstrap, phases) if wanted else None
+    done = phases.phase("report: intervals and calibration", 1)
+    result = report(name, probs, test, seconds, bootstrap, level, figures)
+    if done is not None:
+        done(1, 1)
+    return result
 
 
 def _name(forecaster):
@@ -1114,19 +1297,32 @@ def _name(forecaster):
 
 
 def evaluate_policy(
-    policy, test=2, *, name="policy", observation="counted", forecast="label", bootstrap=1000, reference=True
+    policy,
+    test=2,
+    *,
+    name="policy",
+    observation="counted",
+    forecast="label",
+    bootstrap=1000,
+    reference=True,
+    progress=None,
 ) -> Report:
     """Evaluate a policy acting in the vector env: ``policy(obs) -> actions`` for a batch
     of observations (of the ``observation`` level), labels or probability rows as
     ``forecast`` says, on the test set's deals (``test``: a player count or a
     :class:`TestSet`), one env per game, every step scored as the protocol says
-    (``reference`` as for :func:`evaluate`)."""
+    (``reference`` and ``progress`` as for :func:`evaluate`)."""
     checks.callback("policy", policy)
     name = check_name(name, "name")
-    test = _check_test(test)
     checks.choice("forecast", forecast, ("label", "probs"))
-    probs, seconds = play(policy, test, observation, forecast)
-    return report(name, probs, test, seconds, bootstrap, observation, _reference(test, reference, bootstrap))
+    bootstrap = checks.count("bootstrap", bootstrap, 1)
+    if not isinstance(reference, bool):
+        raise TypeError(f"reference must be True or False, not {checks.excerpt(reference)}")
+    with Phases(progress) as phases:
+        test = _check_test(test, phases)
+        shown = phases.phase(f"forecasts: {name}, acting in the vector env", len(test.labels))
+        probs, seconds = play(policy, test, observation, forecast, shown)
+        return _report(name, probs, test, seconds, bootstrap, observation, reference, phases)
 
 
 def play(policy, test: TestSet, observation, forecast, progress=None):
