@@ -332,6 +332,31 @@ def test_a_file_that_is_not_a_model_is_one_line_naming_it(tmp_path):
         sequence_models.SequenceForecaster.load(3)
 
 
+def test_torch_s_own_text_is_not_quoted_with_its_terminal_escapes(tmp_path, monkeypatch):
+    """torch's refusal of an object it will not unpickle spans lines, holds ANSI escapes
+    (\\x1b[1m) and advises loading the file unchecked: the message is one plain line of ours."""
+    import datetime
+
+    path = saved_with(tmp_path, lambda s: s.update(history=datetime.date(2020, 1, 1)))
+    with pytest.raises(ValueError) as caught:
+        sequence_models.SequenceForecaster.load(path)
+    message = str(caught.value)
+    assert (
+        message
+        == f"{path}: not a saved SequenceForecaster (it holds a datetime.date, which a model file does not: "
+        + ("refused unread)")
+    )
+
+    def escaped(*args, **kwargs):
+        raise RuntimeError("\x1b[1mPytorchStreamReader failed\x1b[0m reading zip archive\n\tmore")
+
+    monkeypatch.setattr(sequence_models.torch, "load", escaped)
+    with pytest.raises(ValueError) as caught:
+        sequence_models.SequenceForecaster.load(small().save(tmp_path / "good.pt"))
+    assert str(caught.value).endswith("('PytorchStreamReader failed reading zip archive')"), str(caught.value)
+    assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_fit_shows_its_progress_on_stderr_unless_told_not_to(capsys, monkeypatch):
     """fit trained for minutes without a word."""
     monkeypatch.setattr(sequence_models._Bar, "DELAY", 0)

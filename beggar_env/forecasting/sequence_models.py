@@ -24,6 +24,7 @@ Needs torch (``pip install 'beggar-env[rl]'``).
 
 import copy
 import os
+import re
 import sys
 import time
 import zipfile
@@ -517,8 +518,22 @@ def _read_model_file(path):
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch's many errors (RuntimeError, UnpicklingError, ...): one line naming the file
-        reason = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        raise ValueError(f"{path}: not a saved SequenceForecaster ({checks.excerpt(reason, 160)})") from None
+        raise ValueError(f"{path}: not a saved SequenceForecaster ({_torch_reason(error)})") from None
+
+
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x1f\x7f-\x9f]")  # terminal escapes, control characters
+_UNSUPPORTED = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
+
+
+def _torch_reason(error):
+    """Why torch could not read a file, in one plain line of ours: torch's own text spans
+    lines, with terminal escapes, and advises loading the file unchecked."""
+    text = str(error)
+    unsupported = _UNSUPPORTED.search(text)
+    if unsupported:
+        return f"it holds a {unsupported.group(1)}, which a model file does not: refused unread"
+    first = next((line for line in text.splitlines() if line.strip()), "") or type(error).__name__
+    return checks.excerpt(_ESCAPE.sub("", first).strip(), 160)
 
 
 class _Bar:
