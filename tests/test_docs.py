@@ -224,3 +224,71 @@ beggar play '-A/-----' | beggar cycles nonsense
         "`beggar dataset --games 10 --out data`"
     )
     assert problems[2].startswith("beggar cycles nonsense: ")
+
+
+# The README's own-forecaster steps, in sequence as pasted: the snippet saves a report, the
+# shell block after it adds that report as a row with `--redraw`. Only sizes are scaled down:
+# the published test set, the reference and the study copied are of a few games.
+
+STUDY_GAMES = 30  # test games of the scaled-down published test set and study
+
+
+def readme_forecaster_steps():
+    """The README's snippet that saves a report (with the ones it continues), and the command
+    lines of the shell block that follows it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    codes = blocks(REPO / "README.md")
+    number = next(i for i, code in enumerate(codes) if "report.save(" in code)
+    after = text.index(BLOCK.findall(text)[number]) + len(BLOCK.findall(text)[number])
+    kind, shell = next((m.group(1), m.group(2)) for m in SHELL_BLOCK.finditer(text, after))
+    return chain(codes, number), command_lines(shell, console=kind == "console")
+
+
+@pytest.fixture
+def small_published_study(tmp_path, monkeypatch):
+    """``docs/results`` in a fresh folder: a study of the scaled-down published test set."""
+    pytest.importorskip("sklearn", reason="the study needs scikit-learn: pip install '.[baselines]'")
+    pytest.importorskip("matplotlib", reason="the study's pictures need matplotlib: pip install '.[baselines]'")
+    from dataclasses import replace
+
+    from beggar_env.forecasting import baselines, protocol
+
+    monkeypatch.setattr(protocol, "PUBLISHED_GAMES", STUDY_GAMES)
+    monkeypatch.setattr(protocol, "_PUBLISHED", {})
+    monkeypatch.setattr(protocol, "REFERENCE_PRIOR_GAMES", 20_000)
+    monkeypatch.setattr(protocol, "REFERENCE_K", 16)
+    tiny = replace(
+        baselines.QUICK, test_games=STUDY_GAMES, train_games=300, prior_games=20_000, stats_games=20_000,
+        bayes_k=16, bootstrap=50, trees=10, epochs=5,
+    )  # fmt: skip
+    results = baselines.run((2,), tiny, seed=0)
+    baselines.write(results, tmp_path / "docs" / "results", "beggar baselines (scaled down, from the tests)")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_the_readme_forecaster_steps_run_in_sequence_as_pasted(small_published_study, capsys):
+    """The README's snippet once saved a report named after a study row (MostCards), so that
+    its next step, `beggar baselines --redraw --forecaster`, refused it."""
+    import subprocess
+
+    from beggar_env import cli
+
+    codes, lines = readme_forecaster_steps()
+    namespace = {"__name__": "__snippet__"}
+    for code in codes:
+        exec(compile(code, "README.md forecaster snippet", "exec"), namespace)
+    assert any(word == "beggar" for line in lines for word in shlex.split(line, comments=True)), lines
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        if words[0] == "beggar":  # in this process: the scaled-down sizes hold
+            capsys.readouterr()
+            status = cli.main(words[1:])
+            assert status == 0, (line, capsys.readouterr().err)
+        else:
+            run = subprocess.run(line, shell=True, cwd=small_published_study, capture_output=True, text=True)
+            assert run.returncode == 0, (line, run.stderr)
+    name = namespace["report"]["forecaster"]
+    out = next(words[words.index("--out") + 1] for words in map(shlex.split, lines) if "--out" in words)
+    assert f"| {name} |" in (small_published_study / out / "tables.md").read_text(encoding="utf-8")
