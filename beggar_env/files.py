@@ -256,13 +256,19 @@ def read_json(path, schema=None, limit=JSON_BYTES) -> dict:
     for a float, such as 1e400, which it would read as infinity)."""
     text = read_text(path, limit)
     try:
-        record = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        record = parse_json(text)
     except (ValueError, RecursionError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(f"{os.fspath(path)} cannot be read as JSON: {reason}") from None
     if schema is not None:
         check_schema(record, schema, os.fspath(path))
     return record
+
+
+def parse_json(text):
+    """``json.loads(text)``, refusing what JSON has not: NaN, infinity, and a number too
+    large for a float (``ValueError``)."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
 
 
 def _refuse_constant(constant):

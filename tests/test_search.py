@@ -211,6 +211,16 @@ def test_a_report_gives_the_files_lists_and_this_runs_own(tmp_path):
             json.dumps(finds.FORMAT) + '\n{"kind": "run", "players": 2, "strategy": "random", "seed": 1, "x": 0}\n',
             "unknown field",
         ),
+        (
+            json.dumps(finds.FORMAT) + '\n{"kind": "run", "players": 2, "strategy": "local", "seed": 1, '
+            '"temperature": NaN}\n',
+            ":2: not JSON .NaN is not a JSON number",
+        ),
+        (
+            json.dumps(finds.FORMAT) + '\n{"kind": "run", "players": 2, "strategy": "local", "seed": 1, '
+            '"seconds": 1e400}\n',
+            ":2: not JSON .1e400 is beyond the range of a float",
+        ),
     ],
 )
 def test_a_damaged_file_is_refused_naming_the_line(tmp_path, content, message):

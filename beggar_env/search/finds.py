@@ -290,9 +290,11 @@ class FindsFile:
 
 def _json_line(path, number, text):
     try:
-        record = json.loads(text)
+        record = files.parse_json(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{number}: not JSON ({error.msg}): {checks.excerpt(text)}") from None
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{path}:{number}: not JSON ({str(error) or type(error).__name__})") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}:{number}: expected a JSON object, got {checks.excerpt(text)}")
     return record
