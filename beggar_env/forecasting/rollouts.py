@@ -152,7 +152,7 @@ def check_positions(obs, hands_field="known", n_players=None, who="obs"):
                 f"{who}[{name!r}] must be within {int(low)} to {int(high)}, not {value[tuple(first)]} "
                 f"(at {tuple(int(i) for i in first)}; {int(wrong.sum()):,} values are out of range)"
             )
-        fields[name] = value
+        fields[name] = value if value.dtype.kind == "i" else value.astype(np.int64)  # bools index as masks
     for name, rule, find in POSITION_RULES:
         if name not in fields and name != "hands":
             continue
