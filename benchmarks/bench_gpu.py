@@ -64,7 +64,7 @@ def _options():
             setattr(options, name, value)
     if options.simulator:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
-        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+        warnings.simplefilter("error", RuntimeWarning)  # none expected: the kernels' uint64 hashing wraps quietly
     return options
 
 

@@ -36,7 +36,6 @@ simulator = pytest.mark.skipif(
     reason="runs under numba's CUDA simulator: in the child process of test_the_cuda_tests_under_the_simulator, "
     "or with NUMBA_ENABLE_CUDASIM=1",
 )
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # uint64 hashing as numpy scalars
 
 
 def same_records(gpu_records, cpu_records):
@@ -65,7 +64,8 @@ def test_the_cuda_tests_under_the_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     started = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--all", str(Path(__file__))],
+        # -W error: a warning fails the run (numpy's overflow of the simulator's uint64 hashing was printed)
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W", "error", "--all", str(Path(__file__))],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -59,7 +59,7 @@ def census_kernel(census, n_players, n_cards, threads):
     key_length, n_classes = n_cards + n_players - 1, core.N_CLASSES  # constants of the kernel
     records, block_range = kernels.records, kernels.block_range
 
-    @cuda.jit
+    @kernels.kernel_jit
     def kernel(source, seed, deck, fixed, counts, first, n, stats, keys, periods, n_cycles):
         taken = cuda.shared.array(1, numba.int64)
         ended = cuda.shared.array(threads, numba.int64)

@@ -112,11 +112,28 @@ if numba.config.ENABLE_CUDASIM:
         """The simulator's local arrays are numpy's: core reads records by attribute."""
         return a.view(np.recarray)
 
+    def kernel_jit(function):
+        """``cuda.jit`` of a kernel, whose threads the simulator runs as Python threads with
+        numpy scalars: core's uint64 hashing wraps there, as it does (silently) on the GPU
+        and the CPU, but numpy warns of overflow; numpy's error state belongs to each thread,
+        so it is set in the kernel's body. The body keeps ``function``'s globals, where the
+        simulator puts its ``cuda`` while the kernel runs."""
+        errstate = np.errstate
+
+        def wrapping(*args):
+            with errstate(over="ignore"):
+                return function(*args)
+
+        code, closure = wrapping.__code__, wrapping.__closure__
+        return cuda.jit(FunctionType(code, function.__globals__, function.__name__, None, closure))
+
 else:
 
     @device
     def records(a):
         return a
+
+    kernel_jit = cuda.jit
 
 
 def record_types(n_players, capacity):
@@ -183,7 +200,7 @@ def _games_kernel(n_players, capacity, width, threads, play_game):
     backlog = backlog_deals(threads, width, n_players)
     state_type, result_type, progress_type = record_types(n_players, capacity)
 
-    @cuda.jit
+    @kernel_jit
     def kernel(given, given_cards, given_sizes, seed, first, n_games, max_cards, max_tricks, detect_cycles, out):
         ready = cuda.shared.array((backlog, width), numba.int8)  # the backlog: byte-sized cards
         ready_sizes = cuda.shared.array((backlog, n_players), numba.int16)
@@ -286,7 +303,7 @@ def rollouts_kernel(n_players, capacity, rollouts_module):
     state_type, result_type, progress_type = record_types(n_players, capacity)
     roll_position = twins_of(rollouts_module, ("set_position", "roll_position"))["roll_position"]
 
-    @cuda.jit
+    @kernel_jit
     def kernel(
         hands, unseen, pile, pile_size, table, alive, counters, max_cards, k, seed, first, counts, rollouts, played
     ):
@@ -330,7 +347,7 @@ def walks_kernel(n_players, capacity, width, searchers_module):
     start_walk, propose, accepts = steps["start_walk"], steps["propose"], steps["accepts"]
     is_candidate, fitness_of = steps["is_candidate"], steps["fitness_of"]
 
-    @cuda.jit
+    @kernel_jit
     def kernel(
         objective,
         seed,
