@@ -347,7 +347,8 @@ def write_observation(s, out, settings):
     if settings.observation == Observation.FULL:
         k = _write_hands(s, out, k)
     elif settings.observation == Observation.COUNTED:
-        k = _write_known(s, out, k, k + n_players * PILE_SLOTS + 1 + PILE_SLOTS + 3)  # owed, pile, pile_size, tricks, turn
+        after_known = 1 + PILE_SLOTS + 3  # owed, pile, pile_size, tricks, turn: then unseen
+        k = _write_known(s, out, k, k + n_players * PILE_SLOTS + after_known)
     out[k] = s.owed
     k += 1
     for j in range(PILE_SLOTS):
