@@ -34,6 +34,7 @@ POSITIONS_PER_CALL = 64  # positions per chunk and compiled call: Ctrl-C and pro
 # what every position of a game meets), and refused in one line naming the field.
 
 LEVELS = {"known": "counted", "hands": "full"}  # the hands field -> the observation level that has it
+CARD_FIELDS = ("known", "hands", "pile")  # fields of card classes (and -1, -2)
 DECK_CLASSES = np.bincount(
     core.CLASS_OF_CARD_ID, minlength=core.N_CLASSES
 )  # a standard deck: 36 numerals, 4 of each court
@@ -152,6 +153,8 @@ def check_positions(obs, hands_field="known", n_players=None, who="obs"):
                 f"{who}[{name!r}] must be within {int(low)} to {int(high)}, not {value[tuple(first)]} "
                 f"(at {tuple(int(i) for i in first)}; {int(wrong.sum()):,} values are out of range)"
             )
+        if name in CARD_FIELDS:  # card classes, -2 .. 4 by now: the rules below read bytes, 4 to 8 times faster
+            value = value.astype(np.int8)
         fields[name] = value if value.dtype.kind == "i" else value.astype(np.int64)  # bools index as masks
     for name, rule, find in POSITION_RULES:
         if name not in fields and name != "hands":
