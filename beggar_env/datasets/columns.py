@@ -9,12 +9,10 @@ code. Column-major buffers of these types are what the compiled kernels write an
 pyarrow wraps them without copying.
 """
 
-import math
-
 import numpy as np
 from numba import prange
 
-from .. import checks, core
+from .. import checks, core, task
 from ..jit import jit
 
 INTEGER_TYPES = (np.int8, np.int16, np.int32)  # the types of observation columns, narrowest first
@@ -60,10 +58,11 @@ class ObservationColumns:
     ``types[j]`` are column j's, ``index[name]`` its j."""
 
     def __init__(self, layout):
-        self.names = list(layout.columns)
-        self.types = [
-            smallest_type(low, high) for name, shape, low, high in layout.fields for _ in range(math.prod(shape))
-        ]
+        self.names, self.types = [], []
+        for name, shape, low, high in layout.fields:
+            names = task.slot_names(name, shape)
+            self.names += names
+            self.types += [smallest_type(low, high)] * len(names)
         self.index = {name: j for j, name in enumerate(self.names)}
         clashes = {name for name, _ in (*LEADING, *TRAILING, WEIGHT)} & set(self.names)
         if clashes or len(self.index) < len(self.names):
