@@ -8,6 +8,7 @@ never ends played without cycle detection.
 
 import inspect
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,7 @@ class GameResult:
         )
 
 
-_engine = core  # what `play` and `trace` run: the compiled engine, or its source as Python (`use_interpreted`)
+_engine = core  # what `play` and `trace` run: the compiled engine, or its source as Python (`interpreted_engine`)
 
 
 def new_game(deal, *, max_cards=None, max_tricks=None, extra=0):
@@ -82,14 +83,20 @@ def new_game(deal, *, max_cards=None, max_tricks=None, extra=0):
     return states
 
 
-def use_interpreted():
-    """Run :func:`play` and :func:`trace` with the engine's source as plain Python in this
-    process: a one-game process (``beggar play``) finishes before numba could load its
-    compiled code. Results are the same (tested)."""
+@contextmanager
+def interpreted_engine():
+    """Within the block, :func:`play` and :func:`trace` run the engine's source as plain
+    Python: one game (``beggar play``) finishes before numba could load its compiled code.
+    Results are the same (tested). The compiled engine is back after the block, so that a
+    process that called ``beggar play`` in-process does not play every later game as Python."""
     global _engine
     from .jit import interpreted
 
-    _engine = interpreted(core)
+    before, _engine = _engine, interpreted(core)
+    try:
+        yield
+    finally:
+        _engine = before
 
 
 def _finish(states, detect_cycles):

@@ -313,3 +313,16 @@ def test_a_deck_may_start_with_a_numeral():
     assert (args.deck, args.players) == ("-JQK", 3)
     args = commands.parse_args(["cycles", "grow", "--deal", "--J-/K-J-", "--deck", "--JJKK--"])
     assert (args.deal, args.deck) == (["--J-/K-J-"], "--JJKK--")
+
+
+def test_play_in_process_leaves_the_compiled_engine_in_place(capsys):
+    """``beggar play`` runs its one game as Python (faster than loading compiled code); a
+    process that called it in-process must not play every later game as Python (the whole
+    fast suite once ran several times slower after one such call)."""
+    from beggar_env import core, game
+
+    run = beggar_in_process(capsys, "play", "-A/-----")
+    assert run.returncode == 0 and "seat" in run.stdout
+    assert game._engine is core
+    run = beggar_in_process(capsys, "play", "--trace", "-A/-----")
+    assert run.returncode == 0 and game._engine is core

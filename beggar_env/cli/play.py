@@ -3,6 +3,7 @@ trick; ``--json``)."""
 
 import json
 import re
+from contextlib import nullcontext
 
 from .. import core
 from ..checks import plural
@@ -78,15 +79,15 @@ def run(args):
     from .. import game
 
     deal = _deal(args)
-    if deal.n_cards <= core.DECK_SIZE:
-        game.use_interpreted()  # one short game: faster than loading compiled code (see jit.interpreted)
+    short = deal.n_cards <= core.DECK_SIZE  # one short game: faster as Python than loading compiled code
     limits = dict(max_cards=args.max_cards, max_tricks=args.max_tricks)
-    if args.trace:
-        traced = game.trace(deal, **limits)
-        result, tricks = traced.result, list(traced)
-    else:
-        result = game.play(deal, detect_cycles=not args.no_cycles, **limits)
-        tricks = None
+    with game.interpreted_engine() if short else nullcontext():
+        if args.trace:
+            traced = game.trace(deal, **limits)
+            result, tricks = traced.result, list(traced)
+        else:
+            result = game.play(deal, detect_cycles=not args.no_cycles, **limits)
+            tricks = None
     if args.json:
         out = {"deal": str(deal), "players": deal.n_players, **result.__dict__}
         if args.index is not None:
