@@ -543,6 +543,7 @@ SIGNALS = [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
 AT_THE_START = """
 import os, signal, sys
 sys.orig_argv = [sys.executable, os.path.join("bin", "beggar"), "play", "--index", "5"]  # as the command's script
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C live as at a terminal, whatever the parent left
 import beggar_env.cli  # the script's import: the command's handlers are in place from its first lines
 os.kill(os.getpid(), getattr(signal, sys.argv[1]))  # before run() and main() take over
 print("not stopped", file=sys.stderr)
