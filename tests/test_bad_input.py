@@ -176,6 +176,7 @@ def test_requests_beyond_memory_are_refused_before_allocating(monkeypatch):
         datasets.generate(20_000, samples="card")
 
 
+@pytest.mark.slow
 def test_simulate_blocks_summarise_in_constant_memory_what_simulate_returns():
     n = 300_000
     whole = beggar_env.simulate(n, n_players=3, seed=9)
@@ -277,6 +278,7 @@ def test_what_would_not_fit_in_memory_is_refused_naming_the_argument():
         gym.make_vec("Beggar-v0", num_envs=2**40)
 
 
+@pytest.mark.slow
 def test_the_memory_estimates_cover_what_is_allocated():
     beggar_env.deals.random_deals(3, seed=1)  # compiled first: compiling allocates too
     for n_players in (2, 4):

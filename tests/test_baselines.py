@@ -347,6 +347,7 @@ TEXTS = {  # files that are not reports at all
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [*HOSTILE_REPORTS, *TEXTS])
 def test_a_hostile_report_is_one_line_and_leaves_the_folder_as_it_was(study, mine, tmp_path, capsys, case):
     """Each of these once wrote results.json before drawing failed (every later --redraw
@@ -364,6 +365,7 @@ def test_a_hostile_report_is_one_line_and_leaves_the_folder_as_it_was(study, min
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_every_report_is_checked_before_any_row_is_added(study, mine, tmp_path, capsys):
     out = copy_of(study, tmp_path)
     before = snapshot(out)
@@ -374,6 +376,7 @@ def test_every_report_is_checked_before_any_row_is_added(study, mine, tmp_path, 
     assert status == 2 and len(err) == 1 and "bad.json" in err[0] and snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_a_drawing_that_fails_writes_nothing(study, mine, tmp_path, monkeypatch):
     """results.json used to be replaced before the pictures were drawn: a drawing that
     failed left results that no later --redraw could draw."""
@@ -391,6 +394,7 @@ def test_a_drawing_that_fails_writes_nothing(study, mine, tmp_path, monkeypatch)
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_a_write_that_fails_puts_back_the_files_it_replaced(study, mine, tmp_path, monkeypatch):
     out = copy_of(study, tmp_path)
     before = snapshot(out)
@@ -410,6 +414,7 @@ def test_a_write_that_fails_puts_back_the_files_it_replaced(study, mine, tmp_pat
     assert len(calls) == 4 + 3 and snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_a_redraw_while_another_run_writes_the_folder_is_refused_and_loses_nothing(study, mine, tmp_path, capsys):
     from test_failures import Holder
 
@@ -424,6 +429,7 @@ def test_a_redraw_while_another_run_writes_the_folder_is_refused_and_loses_nothi
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_two_redraws_at_once_never_lose_a_row(study, mine, tmp_path):
     """Two `--redraw --forecaster` on one folder at once lost a row 4 times in 10, both
     exiting 0: now the second is refused (exit 2, one line) while the first holds
@@ -465,6 +471,7 @@ def test_two_redraws_at_once_never_lose_a_row(study, mine, tmp_path):
         assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no lock nor temporary file left
 
 
+@pytest.mark.slow
 def test_a_hostile_results_json_is_one_line_and_left_as_it_is(study, tmp_path, capsys):
     out = copy_of(study, tmp_path)
     results = json.loads((out / "results.json").read_text())

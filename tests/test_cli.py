@@ -234,6 +234,7 @@ def test_version_and_usage():
         assert word in bare.stderr
 
 
+@pytest.mark.slow
 def test_warmup_runs_every_part_and_says_where_the_cache_is(capsys):
     from beggar_env import cli, jit, warmup
 

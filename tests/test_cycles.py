@@ -261,6 +261,7 @@ def test_every_deal_in_docs_replays_into_its_cycle():
 LOCAL_4081 = "-JJ----AA--KA---------KQ--/----K-----KJQ-----QJ--QA--"  # docs/search.md's longest find
 
 
+@pytest.mark.slow
 def test_longer_games_behind_a_game_are_longer_and_pass_through_its_positions():
     """Each game extend reports is balanced, as long as the reference plays it, longer
     than the original, and reaches one of the original game's positions (turned to seat 0)

@@ -64,6 +64,7 @@ SMALL_DEALS = [  # 10 to 14 cards, 2 and 3 players, several court cards: many ar
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("deal, n_players, positions", SMALL_DEALS)
 def test_bayes_monte_carlo_agrees_with_exact_enumeration(deal, n_players, positions):
     k = 4000
@@ -458,6 +459,7 @@ def test_summaries_weigh_positions_and_games_and_bootstrap_whole_games():
     assert 0 <= low < 4 / 6 < high <= 1 and out["log_loss"]["ci95"] == [1.0, 1.0]
 
 
+@pytest.mark.slow
 def test_the_protocol_report_and_its_slices(two_player):
     _, test = two_player
     result = ev.evaluate(fc.MostCards(2), test, bootstrap=100)
@@ -471,6 +473,7 @@ def test_the_protocol_report_and_its_slices(two_player):
     assert slices["all"]["accuracy"]["value"] == pytest.approx(scores["accuracy"].mean())
 
 
+@pytest.mark.slow
 def test_a_policy_in_the_env_scores_as_the_forecaster_does(two_player):
     _, test = two_player
     forecaster = fc.MostCards(2)

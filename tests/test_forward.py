@@ -112,6 +112,7 @@ class Recorder:
         return probs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [{"cards": 1}, {"cards": 9}, {"tricks": 1}, {"tricks": 3}])
 def test_an_exact_learned_step_and_the_engine_agree_at_every_budget(small_test, budget):
     obs = small_test.observations("counted")
@@ -186,6 +187,7 @@ def test_the_full_features_read_every_hand_as_documented(full_positions):
             assert first_court == next((j for j, c in enumerate(hand) if c > 0), 52)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("net", ["hands", "looped"])
 def test_a_full_view_network_trains_and_forecasts_each_position_as_if_alone(full_positions, net):
     forecaster = forward.FullViewForecaster(2, net, games=20, samples=4, epochs=1, batch=16, data_seed=32)

@@ -851,6 +851,7 @@ def test_cycles_census_with_hostile_arguments_and_files_ends_well(census_files, 
         records.read_census(out)  # what it wrote (or continued) is a whole census
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_cycles_grow_with_a_hostile_census_file_ends_well(census_files, tmp_path_factory, data, capsys):

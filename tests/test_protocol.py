@@ -167,6 +167,7 @@ def test_early_stopping_validates_on_whole_games_never_trained_on():
         assert model.predict_proba(data.fields).shape == (len(data), 3)
 
 
+@pytest.mark.slow
 def test_a_submitted_forecaster_joins_the_tables(tmp_path, monkeypatch, capsys):
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")

@@ -119,6 +119,7 @@ def test_given_deals_and_cycle_infos_match(sb3):
     assert cycles == n  # every env played the deal to its cycle, then random deals
 
 
+@pytest.mark.slow
 def test_ppo_learns_the_same_model(sb3):
     """PPO, seeded alike, trains to bit-identical weights on the adapter and on
     DummyVecEnv: SB3 sees the same data through both."""

@@ -42,6 +42,7 @@ def top_from_simulate(n_games, players, seed, k):
     return top
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("players", [2, 3, 4])
 def test_random_search_keeps_the_top_games_of_simulate(players):
     n, k = 30_000, 6

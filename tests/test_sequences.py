@@ -151,6 +151,7 @@ def untrained(architecture, observation="public"):
     return forecaster
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", ["gru", "transformer"])
 def test_a_recurrent_forecaster_forecasts_the_same_from_whole_games_one_env_or_the_vector_env(architecture):
     forecaster = untrained(architecture, "counted")
@@ -209,6 +210,7 @@ def test_training_learns_and_the_saved_forecaster_forecasts_the_same(tmp_path):
         forecaster.predict_proba({name: value[3:] for name, value in obs.items()})
 
 
+@pytest.mark.slow
 def test_distillation_trains_on_soft_labels():
     forecaster = sequence_models.SequenceForecaster(
         2,
@@ -357,6 +359,7 @@ def test_torch_s_own_text_is_not_quoted_with_its_terminal_escapes(tmp_path, monk
     assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_fit_shows_its_progress_on_stderr_unless_told_not_to(capsys, monkeypatch):
     """fit trained for minutes without a word."""
     monkeypatch.setattr(sequence_models._Bar, "DELAY", 0)
