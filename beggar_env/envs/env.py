@@ -46,9 +46,10 @@ class BeggarEnv(gym.Env):
     order of every flat row of the package (``gymnasium.spaces.flatten``,
     ``FlattenObservation``, ``beggar_env.envs.sb3.make``, the vector env's rows and every
     dataset row, whose columns are named ``alive_0 .. pile_51 .. turn``: one layout).
-    ``public`` fields are what players at the table see; ``counted`` adds what a perfect
-    card-counter knows from the public history (``docs/forecasting.md``); ``full`` adds
-    every hand, which makes the outcome computable (for oracle baselines). In ``known``, a
+    ``observation="public"`` fields are what players at the table see;
+    ``observation="counted"`` adds what a perfect card-counter knows from the public history
+    (``docs/forecasting.md``); ``observation="full"`` adds every hand, which makes the
+    outcome computable (for oracle baselines). In ``known``, a
     card dealt to a hand and not yet seen is -2; a card it took from a pile shows its class.
 
     | key | shape | level | meaning |
