@@ -11,7 +11,8 @@ Running the suite:
 * ``pytest --all``: the whole suite (CI runs ``pytest``, then ``pytest -m slow``: .ci/run).
 * ``pytest -m slow``: the slow tests only. Any ``-m`` expression of your own selects by
   itself, and a test named by its node id (``pytest tests/test_cli.py::test_version_and_usage``)
-  runs even when it is slow.
+  runs even when it is slow. ``-n 2 --dist loadgroup`` (pytest-xdist, in the test extra) runs
+  them on two workers, as CI does, the tests that use Ray on one of them.
 * Hypothesis, by ``HYPOTHESIS_PROFILE``: ``dev`` (the default: new random examples each run,
   50 where a test does not fix its number, no deadline) or ``ci`` (derandomized, so that a
   run is repeatable; 200 examples where a test does not fix its number; no deadline, no
@@ -179,9 +180,19 @@ def _named_node_ids(config):
     return named
 
 
+def uses_ray(item):
+    """Whether a test starts or joins a local Ray: the session's cluster, or a name that says Ray."""
+    return "ray_cluster" in getattr(item, "fixturenames", ()) or "ray" in item.name.split("[")[0].split("_")
+
+
 def pytest_collection_modifyitems(config, items):
     """Deselect the tests marked slow, unless --all is given, or a -m expression of the
-    user's own chooses, or the test is named by its node id."""
+    user's own chooses, or the test is named by its node id. Under pytest-xdist
+    (``-n 2 --dist loadgroup``, as CI runs the slow tier) the tests that use Ray share one
+    worker, so that one local Ray at a time holds the machine's CPUs."""
+    for item in items:
+        if uses_ray(item):
+            item.add_marker(pytest.mark.xdist_group("ray"))
     if config.getoption("--all") or config.getoption("markexpr"):
         return
     named = _named_node_ids(config)
