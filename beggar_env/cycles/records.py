@@ -8,6 +8,7 @@ import time
 from contextlib import contextmanager
 
 from .. import __version__, checks, deals, files
+from ..schemas import array, integer, number, obj
 
 CHECKPOINT_SECONDS = 30  # how often a census with ``out`` is written while it runs
 CENSUS_SETTINGS = ("players", "source", "deck", "first", "positions")  # a resumed census must be run with these
@@ -40,59 +41,40 @@ def write(path, name, record):
 
 CENSUS_BYTES = 256 * 2**20  # the most of a census file read (a cycle is about 100 bytes: 2 million cycles)
 MAX_SECONDS = 10**10  # a census's seconds (three centuries): no file holds more
-_WHOLE = {"type": "integer", "minimum": 0, "maximum": checks.MAX_COUNT}
-_POSITIVE = {"type": "integer", "minimum": 1, "maximum": checks.MAX_COUNT}
-CENSUS_SCHEMA = {  # the file of a census (census.Census.record), as read_census checks it
-    "type": "object",
-    "required": [
-        "kind",
-        *CENSUS_SETTINGS,
-        "seed",
-        "seconds",
-        "games",
-        "ended",
-        "longest",
-        "cycles",
-    ],
-    "properties": {
+_WHOLE = integer(0, checks.MAX_COUNT)
+_POSITIVE = integer(1, checks.MAX_COUNT)
+CENSUS_SCHEMA = obj(  # the file of a census (census.Census.record), as read_census checks it
+    {
         "kind": {"const": kind("census")},
-        "players": {"type": "integer", "minimum": 2, "maximum": 4},
+        "players": integer(2, 4),
         "source": {"enum": ["random", "every"]},
         "deck": {"type": "string", "pattern": "^[-JQKAjqka]+$", "maxLength": 52},
         "first": _WHOLE,
         "positions": {"type": ["integer", "null"], "minimum": 1, "maximum": checks.MAX_COUNT},
-        "seed": {"type": "integer", "minimum": 0, "maximum": checks.MAX_SEED},
-        "seconds": {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
+        "seed": integer(0, checks.MAX_SEED),
+        "seconds": number(0, MAX_SECONDS),
         "done": {"type": ["integer", "null"], "minimum": 0, "maximum": checks.MAX_COUNT},
         "complete": {"type": "boolean"},
         "games": _WHOLE,
         "ended": _WHOLE,
-        "longest": {
-            "type": "object",
-            "required": ["cards", "tricks", "index"],
-            "additionalProperties": False,
-            "properties": {
-                "cards": _WHOLE,
-                "tricks": _WHOLE,
-                "index": {"type": "integer", "minimum": -1, "maximum": checks.MAX_COUNT},
-            },
-        },
-        "cycles": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["key", "cards", "tricks", "reached"],
-                "additionalProperties": False,
-                "properties": {
+        "longest": obj(
+            {"cards": _WHOLE, "tricks": _WHOLE, "index": integer(-1, checks.MAX_COUNT)},
+            closed=True,
+        ),
+        "cycles": array(
+            obj(
+                {
                     "key": {"type": "string", "pattern": "^[-JQKA/]+$", "maxLength": 55},
                     "cards": _POSITIVE,
                     "tricks": _POSITIVE,
                     "reached": _POSITIVE,
                 },
-            },
-        },
+                closed=True,
+            )
+        ),
     },
-}
+    optional=("done", "complete"),  # a census written before censuses could be continued has neither
+)
 
 
 def read_census(path) -> dict:
