@@ -28,7 +28,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import cpu_model, fmt_rate, interleaved_best, table, usable_cpus  # noqa: E402
+from suite.machine import cpu_model, usable_cpus  # noqa: E402
+from suite.printing import fmt_rate, table  # noqa: E402
+from suite.timing import interleaved_best  # noqa: E402
 
 OPTIONS = dict(n_players=2, observation="counted")
 
