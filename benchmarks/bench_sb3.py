@@ -11,7 +11,7 @@ FlattenObservation(gym.make("Beggar-v0"))), torch on one thread. For each number
   forward pass, the env step, the rollout buffer), env-steps/s: SB3's time outside its
   gradient steps;
 * learn (at --learn-envs only): PPO.learn, collection and training, with the hyperparameters
-  of examples/ppo_forecaster.py, env-steps/s.
+  of studies/ppo_forecaster.py, env-steps/s.
 
 Each contender runs once untimed, then the contenders take turns round after round and each
 keeps its best time (the machine may be shared). The ratios are the figures: timings on a
@@ -78,7 +78,7 @@ def learner(env, steps):
     """PPO.learn over ``env`` with the example's hyperparameters."""
     from stable_baselines3 import PPO
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
     from ppo_forecaster import HYPERPARAMETERS
 
     hyper = dict(HYPERPARAMETERS, n_steps=max(8, 8192 // env.num_envs))
@@ -151,7 +151,7 @@ def main(argv=None):
     print()
     table(["num_envs", "timing", "SB3VecEnv env-steps/s", "DummyVecEnv env-steps/s", "ratio"], rows)
     print()
-    print("(step: VecEnv.step; collect: PPO collect_rollouts; learn: PPO.learn with examples/ppo_forecaster.py's")
+    print("(step: VecEnv.step; collect: PPO collect_rollouts; learn: PPO.learn with studies/ppo_forecaster.py's")
     print(" hyperparameters, n_steps = 8192 / num_envs; ratio: SB3VecEnv / DummyVecEnv)")
     print(f"total {time.perf_counter() - started:.0f} s")
     print()

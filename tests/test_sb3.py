@@ -295,7 +295,7 @@ def test_adapter_without_sb3_says_what_to_install():
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("ppo_forecaster", REPO / "examples" / "ppo_forecaster.py")
+    spec = importlib.util.spec_from_file_location("ppo_forecaster", REPO / "studies" / "ppo_forecaster.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -308,7 +308,7 @@ def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
     from beggar_env.forecasting import protocol as evaluate
 
     result = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "ppo_forecaster.py"), "--quick", "--out", str(tmp_path / "a")],
+        [sys.executable, str(REPO / "studies" / "ppo_forecaster.py"), "--quick", "--out", str(tmp_path / "a")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -371,7 +371,7 @@ def test_ppo_example_calibrated_and_recurrent_rows(sb3, options, tmp_path):
         np.testing.assert_allclose(again(obs), softmax(action), atol=1e-6)
     first = policy(play.reset(options={"deals": [deal, deal]})[0])  # new games: a recurrent state starts afresh
     np.testing.assert_allclose(first, forecasts[0], atol=1e-6)
-    command = [sys.executable, str(REPO / "examples" / "ppo_forecaster.py"), "--quick", *options]
+    command = [sys.executable, str(REPO / "studies" / "ppo_forecaster.py"), "--quick", *options]
     result = subprocess.run([*command, "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PATHS = ["beggar_env", "tests", "benchmarks", "examples", "runs"]
+PATHS = ["beggar_env", "tests", "benchmarks", "studies", "examples", "runs"]
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (pip install -e '.[test]')")

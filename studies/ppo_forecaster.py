@@ -4,13 +4,13 @@ as a policy acting in the env.
 
     pip install -e '.[rl]'
     # the calibrated row: PPO on the counted features, logits as the forecast, log-score reward
-    python examples/ppo_forecaster.py --reward log --inputs features --steps 5000000 --out ppo_log_2p.json
+    python studies/ppo_forecaster.py --reward log --inputs features --steps 5000000 --out ppo_log_2p.json
     # the RL memory row: RecurrentPPO (an LSTM) on the public features, the same reward
-    python examples/ppo_forecaster.py --algorithm recurrent --observation public --reward log --inputs features \
+    python studies/ppo_forecaster.py --algorithm recurrent --observation public --reward log --inputs features \
         --steps 2000000 --out recurrent_ppo_2p.json
     # the first row (accuracy reward, the flattened table): overconfident, below "most cards"
-    python examples/ppo_forecaster.py --steps 5000000 --seed 1 --test-games 2000 --out ppo_2p.json
-    python examples/ppo_forecaster.py --quick --out /tmp/ppo.json          # a few seconds
+    python studies/ppo_forecaster.py --steps 5000000 --seed 1 --test-games 2000 --out ppo_2p.json
+    python studies/ppo_forecaster.py --quick --out /tmp/ppo.json          # a few seconds
 
 * The agent reads ``--observation`` (``counted``: the table and what a perfect card-counter
   knows; or ``public``) from the native vector env through
@@ -271,7 +271,7 @@ def main(argv=None):
     )
     report["training"] = {
         "algorithm": f"{policy} on {inputs} {args.observation} observation, VecNormalize, {actions}",
-        "command": "python examples/ppo_forecaster.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python studies/ppo_forecaster.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "steps": args.steps,
         "seed": args.seed,
         "envs": args.envs,
