@@ -40,7 +40,8 @@ import torch
 
 import beggar_env as bg
 from beggar_env import __version__, core, datasets, files
-from beggar_env.forecasting import baselines, forecasters, forward, protocol
+from beggar_env.forecasting import forecasters, forward, protocol
+from beggar_env.forecasting.study.settings import TRAIN_SEED
 
 CURVE_TRICKS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, None)  # None: to the end
 CURVE_CARDS = (0, 4, 16, 64, 256, 1024, None)
@@ -99,9 +100,7 @@ def counted_trees(n_players, args):
     """The published per-position counted learner: gradient-boosted trees on the counted
     features, trained as ``beggar baselines`` trains them (seed ``TRAIN_SEED + players``)."""
     games = 1500 if args.quick else 20_000
-    train = datasets.generate(
-        games, n_players=n_players, observation="counted", samples=8, seed=baselines.TRAIN_SEED + n_players
-    )
+    train = datasets.generate(games, n_players=n_players, observation="counted", samples=8, seed=TRAIN_SEED + n_players)
     started = time.perf_counter()
     trees = forecasters.gradient_boosting(n_players, "counted", seed=0, max_iter=50 if args.quick else 200).fit(train)
     return trees, time.perf_counter() - started
@@ -284,20 +283,20 @@ def row_full(n_players, args, out, kind):
     started = time.perf_counter()
     if kind in ("full-trees", "full-mlp"):
         train = datasets.generate(
-            games, n_players=n_players, observation="full", samples=8, seed=baselines.TRAIN_SEED + n_players
+            games, n_players=n_players, observation="full", samples=8, seed=TRAIN_SEED + n_players
         )
         if kind == "full-trees":
             forecaster = forecasters.gradient_boosting(n_players, "full", seed=0, max_iter=50 if args.quick else 200)
         else:
             forecaster = forecasters.mlp(n_players, "full", seed=0, max_iter=20 if args.quick else 40)
         forecaster.fit(train)
-        settings = {"train_games": games, "samples": 8, "data_seed": baselines.TRAIN_SEED + n_players, "seed": 0}
+        settings = {"train_games": games, "samples": 8, "data_seed": TRAIN_SEED + n_players, "seed": 0}
         fit_s, history = time.perf_counter() - started, None
     else:
         net = "hands" if kind == "hands" else "looped"
         settings = dict(FULL_NETS[net], **(QUICK_NETS if args.quick else {}))
         forecaster = forward.FullViewForecaster(
-            n_players, net, seed=args.seed, data_seed=baselines.TRAIN_SEED + n_players, threads=args.threads, **settings
+            n_players, net, seed=args.seed, data_seed=TRAIN_SEED + n_players, threads=args.threads, **settings
         ).fit()
         fit_s, history = forecaster.fit_seconds, forecaster.history
     report = protocol.evaluate(forecaster, test_set(n_players, args), bootstrap=200 if args.quick else 1000)

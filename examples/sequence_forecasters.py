@@ -30,7 +30,7 @@ import torch
 from tqdm import tqdm
 
 from beggar_env import __version__, files
-from beggar_env.forecasting import baselines, protocol, sequence_models
+from beggar_env.forecasting import protocol, sequence_models, study
 
 ROWS = (  # architecture, observation, target
     ("gru", "public", "outcome"),
@@ -114,7 +114,7 @@ def recovered(report, published):
 
 
 def summary(reports, published, args):
-    machine = baselines.machine()
+    machine = study.run.machine()
     commands = sorted({report["command"] for report in reports}, key=[r["command"] for r in reports].index)
     made = "; ".join(f"`{command}`" for command in commands)
     lines = [

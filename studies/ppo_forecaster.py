@@ -44,8 +44,8 @@ import time
 import numpy as np
 
 from beggar_env import files
-from beggar_env.forecasting import baselines
 from beggar_env.forecasting import protocol as evaluate
+from beggar_env.forecasting import study
 
 HYPERPARAMETERS = dict(  # n_steps x envs = 8,192 steps a rollout at the default 256 envs
     n_steps=32,
@@ -231,7 +231,7 @@ def versions():
 
 
 def machine():
-    cpu = baselines.machine()
+    cpu = study.run.machine()
     return f"{cpu['cpu']}, {cpu['cpus']} cores"
 
 

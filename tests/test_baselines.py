@@ -15,11 +15,15 @@ pytest.importorskip("sklearn", reason="the baselines need scikit-learn: pip inst
 pytest.importorskip("matplotlib", reason="the baselines' pictures need matplotlib: pip install '.[baselines]'")
 
 import beggar_env  # noqa: E402
-from beggar_env.forecasting import baselines  # noqa: E402
+from beggar_env.forecasting import forecasters as fc  # noqa: E402
 from beggar_env.forecasting import protocol as ev  # noqa: E402
+from beggar_env.forecasting.study import figures, folder, settings, tables  # noqa: E402
+from beggar_env.forecasting.study.results import add_reports, read_results, results_text  # noqa: E402
+from beggar_env.forecasting.study.run import run as run_study  # noqa: E402
+from beggar_env.forecasting.study.run import run_players, sequence_row  # noqa: E402
 
 TINY = replace(
-    baselines.QUICK,
+    settings.QUICK,
     test_games=30,
     train_games=300,
     prior_games=20_000,
@@ -36,8 +40,8 @@ def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("baselines")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        results = baselines.run((2, 3), TINY, seed=1)
-    written = baselines.write(results, out, "beggar baselines (tiny, from the tests)")
+        results = run_study((2, 3), TINY, seed=1)
+    written = folder.write(results, out, "beggar baselines (tiny, from the tests)")
     return results, out, written, caught
 
 
@@ -121,7 +125,7 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(policy))
     more = copy.deepcopy(results)
-    baselines.add_reports(more, [path])
+    add_reports(more, [path])
     names = [r["forecaster"] for r in more["players"]["2"]["reports"]]
     assert names[-2:] == ["a policy", "oracle"] and len(names) == len(results["players"]["2"]["reports"]) + 1
     added = more["players"]["2"]["reports"][-2]
@@ -132,11 +136,11 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({**policy, "games": 7}))
     with pytest.raises(ValueError, match="test set"):
-        baselines.add_reports(copy.deepcopy(results), [wrong])
+        add_reports(copy.deepcopy(results), [wrong])
     old = tmp_path / "old.json"  # a report from before the curves were part of it
     old.write_text(json.dumps({k: v for k, v in policy.items() if k not in ("by_cards", "reliability")}))
     with pytest.raises(ValueError, match="lacks reliability, by_cards"):
-        baselines.add_reports(copy.deepcopy(results), [old])
+        add_reports(copy.deepcopy(results), [old])
 
 
 def test_a_policy_report_is_checked_before_the_study_runs(tmp_path, monkeypatch, capsys):
@@ -164,6 +168,14 @@ def test_a_policy_report_is_checked_before_the_study_runs(tmp_path, monkeypatch,
 def test_bad_input_gives_one_line(capsys, args, word):
     run = beggar_in_process(capsys, "baselines", *args)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and word in run.stderr
+
+
+def test_the_study_names_its_rows_without_making_them(monkeypatch):
+    """`study_names` (which a submitted report's name is checked against) lists the rows
+    that `forecasters.baselines` makes, in its order, without constructing the ten."""
+    made = [forecaster.name for forecaster in fc.baselines(3, bayes_k=settings.FULL.bayes_k)]
+    monkeypatch.setattr(fc, "baselines", None)
+    assert settings.study_names(settings.FULL) == made
 
 
 @pytest.mark.slow
@@ -234,14 +246,14 @@ def test_sequences_add_the_gru_row_as_trained_alone(torch_threads):
     player count's rows, the same figures as that forecaster trained and evaluated alone
     (its training is seeded), and the command line says what it needs without torch."""
     pytest.importorskip("torch", reason="the sequence rows need torch: pip install '.[rl]'")
-    block = baselines.run_players(2, TINY, seed=1, sequences=True)
+    block = run_players(2, TINY, seed=1, sequences=True)
     row = next(r for r in block["reports"] if r["forecaster"] == "GRU (public stream)")
-    alone = baselines.sequence_row(2, TINY, seed=1)
+    alone = sequence_row(2, TINY, seed=1)
     assert alone.seed == 2 and alone.games == 200 and alone.hidden == 16  # the quick settings, seed + 1
     report = ev.evaluate(alone.fit(), ev.TestSet.generate(2, TINY.test_games), bootstrap=TINY.bootstrap)
     for metric in ("accuracy", "log_loss"):
         assert row["slices"]["all"][metric]["value"] == pytest.approx(report["slices"]["all"][metric]["value"])
-    published = baselines.sequence_row(3, baselines.FULL, seed=0)
+    published = sequence_row(3, settings.FULL, seed=0)
     assert (published.seed, published.games, published.epochs, published.hidden) == (1, 20_000, 3, 128)
 
 
@@ -388,9 +400,9 @@ def test_a_drawing_that_fails_writes_nothing(study, mine, tmp_path, monkeypatch)
     def broken(fig, rect=None):
         raise RuntimeError("matplotlib failed")
 
-    monkeypatch.setattr(baselines, "_png", broken)
+    monkeypatch.setattr(figures, "_png", broken)
     with pytest.raises(RuntimeError, match="matplotlib failed"):
-        baselines.redraw(out, [path], "a command")
+        folder.redraw(out, [path], "a command")
     assert snapshot(out) == before
 
 
@@ -400,7 +412,7 @@ def test_a_write_that_fails_puts_back_the_files_it_replaced(study, mine, tmp_pat
     before = snapshot(out)
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(mine))
-    real, calls = baselines.files.write_bytes, []
+    real, calls = folder.files.write_bytes, []
 
     def full_disk(target, data):
         calls.append(target)
@@ -408,9 +420,9 @@ def test_a_write_that_fails_puts_back_the_files_it_replaced(study, mine, tmp_pat
             raise OSError(28, f"writing {target} failed: No space left on device")
         real(target, data)
 
-    monkeypatch.setattr(baselines.files, "write_bytes", full_disk)
+    monkeypatch.setattr(folder.files, "write_bytes", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        baselines.redraw(out, [path], "a command")
+        folder.redraw(out, [path], "a command")
     assert len(calls) == 4 + 3 and snapshot(out) == before
 
 
@@ -494,13 +506,13 @@ def test_results_json_is_compact_and_the_published_one_gives_the_published_table
     --redraw reads it, gives the published tables.md byte for byte."""
     published = beggar_env.__file__.replace("beggar_env/__init__.py", "docs/results/")
     text = open(published + "results.json").read()
-    results = baselines.read_results(published + "results.json")
-    assert text == baselines.results_text(results) and text.count("\n") == 1
+    results = read_results(published + "results.json")
+    assert text == results_text(results) and text.count("\n") == 1
     assert len(text) < 0.7 * len(json.dumps(results, indent=1))
-    assert baselines.tables_text(results) == open(published + "tables.md").read()
+    assert tables.tables_text(results) == open(published + "tables.md").read()
     more = copy.deepcopy(results)  # the published reports are rows it accepts
     for name in ("ppo_2p.json", "sequences/gru_public_outcome_3p.json"):
-        baselines.add_reports(more, [published + name])
+        add_reports(more, [published + name])
 
 
 def test_every_row_of_a_picture_is_drawn_in_a_style_of_its_own():
@@ -508,10 +520,10 @@ def test_every_row_of_a_picture_is_drawn_in_a_style_of_its_own():
     (the 2-player tables have 23 rows): each row now has its own colour and line style, and a
     picture of more rows than it can tell apart is refused, not cut."""
     published = beggar_env.__file__.replace("beggar_env/__init__.py", "docs/results/results.json")
-    rows = max(len(block["reports"]) for block in baselines.read_results(published)["players"].values())
+    rows = max(len(block["reports"]) for block in read_results(published)["players"].values())
     assert rows > 20
-    styles = baselines.palette(rows)
+    styles = figures.palette(rows)
     assert len(styles) == rows and len(set(styles)) == rows
-    assert len(set(baselines.palette(60))) == 60
+    assert len(set(figures.palette(60))) == 60
     with pytest.raises(ValueError, match="61 rows"):
-        baselines.palette(61)
+        figures.palette(61)

@@ -251,18 +251,19 @@ def small_published_study(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib", reason="the study's pictures need matplotlib: pip install '.[baselines]'")
     from dataclasses import replace
 
-    from beggar_env.forecasting import baselines, protocol
+    from beggar_env.forecasting import protocol
+    from beggar_env.forecasting.study import folder, run, settings
 
     monkeypatch.setattr(protocol, "PUBLISHED_GAMES", STUDY_GAMES)
     monkeypatch.setattr(protocol, "_PUBLISHED", {})
     monkeypatch.setattr(protocol, "REFERENCE_PRIOR_GAMES", 20_000)
     monkeypatch.setattr(protocol, "REFERENCE_K", 16)
     tiny = replace(
-        baselines.QUICK, test_games=STUDY_GAMES, train_games=300, prior_games=20_000, stats_games=20_000,
+        settings.QUICK, test_games=STUDY_GAMES, train_games=300, prior_games=20_000, stats_games=20_000,
         bayes_k=16, bootstrap=50, trees=10, epochs=5,
     )  # fmt: skip
-    results = baselines.run((2,), tiny, seed=0)
-    baselines.write(results, tmp_path / "docs" / "results", "beggar baselines (scaled down, from the tests)")
+    results = run.run((2,), tiny, seed=0)
+    folder.write(results, tmp_path / "docs" / "results", "beggar baselines (scaled down, from the tests)")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -281,7 +281,7 @@ def test_a_full_disk_is_status_1_and_names_the_file_in_every_command(
 def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp_path, full_disk):
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
-    from beggar_env.forecasting import baselines
+    from beggar_env.forecasting.study import folder, results
 
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -296,13 +296,11 @@ def test_baselines_check_their_folder_before_the_study_and_write_whole_files(tmp
     good = tmp_path / "good"
     good.mkdir()
     (good / "results.json").write_text('{"earlier": "results"}')
-    published = baselines.read_results(
-        os.path.join(os.path.dirname(beggar_env.__file__), "../docs/results/results.json")
-    )
+    published = results.read_results(os.path.join(os.path.dirname(beggar_env.__file__), "../docs/results/results.json"))
     published["players"] = {"2": published["players"]["2"]}
     full_disk(10)  # the first file written (tables.md: drawn first, results.json replaced last) fails
     with pytest.raises(OSError, match="writing .*tables.md failed: No space left on device"):
-        baselines.write(published, good, "a command")
+        folder.write(published, good, "a command")
     assert (good / "results.json").read_text() == '{"earlier": "results"}'  # the previous good file stays
     assert sorted(p.name for p in good.iterdir()) == ["results.json"]
 

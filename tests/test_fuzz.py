@@ -502,12 +502,12 @@ def study():
     """The published study (2 players), and a report it accepts."""
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
-    from beggar_env.forecasting import baselines
+    from beggar_env.forecasting import study as published
 
-    results = baselines.read_results(PUBLISHED / "results.json")
+    results = published.results.read_results(PUBLISHED / "results.json")
     results["players"] = {"2": results["players"]["2"]}
     report = json.loads((PUBLISHED / "sequences" / "gru_public_outcome_2p.json").read_text())
-    return baselines, results, {**report, "forecaster": "mine"}
+    return published, results, {**report, "forecaster": "mine"}
 
 
 REPORT_CASES = [  # issue 27's: each broke the folder for good, gave a traceback, or a wrong table
@@ -528,7 +528,7 @@ REPORT_CASES = [  # issue 27's: each broke the folder for good, gave a traceback
 ]
 
 
-def check_added(baselines, results, report, path):
+def check_added(published, results, report, path):
     """Add the report at ``path``: refused in one line naming it, or a row that is a whole
     report of the study's test set, named apart from the study's rows, that the tables show."""
     from beggar_env.forecasting import protocol as ev
@@ -536,42 +536,42 @@ def check_added(baselines, results, report, path):
     more = {**results, "players": {"2": {**results["players"]["2"]}}}
     more["players"]["2"]["reports"] = list(results["players"]["2"]["reports"])
     try:
-        baselines.add_reports(more, [path])
+        published.results.add_reports(more, [path])
     except ValueError as error:
         one_line(error, path)
         return False
     row = more["players"]["2"]["reports"][-2]
     ev.check_report(json.loads(json.dumps(row)), "the row")
     assert row["forecaster"] not in [r["forecaster"] for r in results["players"]["2"]["reports"][:9]]
-    assert f"| {row['forecaster']} |" in baselines.tables_text(more)
+    assert f"| {row['forecaster']} |" in published.tables.tables_text(more)
     return True
 
 
 @pytest.mark.parametrize("case", range(len(REPORT_CASES)))
 def test_the_named_hostile_reports_are_refused_in_one_line(study, tmp_path, case):
-    baselines, results, report = study
+    published, results, report = study
     path = tmp_path / "report.json"
     path.write_text(json.dumps(mutate(report, REPORT_CASES[case])))
-    assert not check_added(baselines, results, report, path)
+    assert not check_added(published, results, report, path)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_reports_are_refused_in_one_line_or_make_a_whole_row(study, tmp_path, data):
-    baselines, results, report = study
+    published, results, report = study
     path = tmp_path / "report.json"
     path.write_text(json.dumps(mutate(report, data.draw(mutations_of(report)))))
-    check_added(baselines, results, report, path)
+    check_added(published, results, report, path)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(0, 20_000), noise=st.binary(max_size=8))
 def test_a_truncated_or_garbled_report_is_one_line(study, tmp_path, cut, noise):
-    baselines, results, report = study
+    published, results, report = study
     text = json.dumps(report).encode()
     path = tmp_path / "report.json"
     path.write_bytes(text[:cut] + noise + text[cut + len(noise) :])
-    check_added(baselines, results, report, path)
+    check_added(published, results, report, path)
 
 
 @pytest.mark.slow
@@ -580,9 +580,9 @@ def test_a_truncated_or_garbled_report_is_one_line(study, tmp_path, cut, noise):
 def test_redraw_with_a_mutated_report_ends_well_and_damages_nothing(study, tmp_path_factory, data, capsys):
     """The command itself, drawing the pictures: exit 0 with the row in every file, or one
     line, exit status 2, and every file of the folder as it was."""
-    baselines, results, report = study
+    published, results, report = study
     out = tmp_path_factory.mktemp("study")
-    (out / "results.json").write_text(baselines.results_text(results))
+    (out / "results.json").write_text(published.results.results_text(results))
     path = out.parent / f"{out.name}-report.json"
     path.write_text(
         json.dumps(mutate(report, data.draw(st.one_of(st.sampled_from(REPORT_CASES), mutations_of(report)))))

@@ -11,7 +11,7 @@ from conftest import beggar_in_process
 
 from beggar_env import datasets
 from beggar_env.forecasting import Forecaster, evaluate, forecasters, protocol
-from beggar_env.forecasting.baselines import _sweep_rows
+from beggar_env.forecasting.study.run import sweep_rows
 
 LEVELS = {
     "public": {"hand_sizes", "pile", "pile_size", "turn", "owed", "court", "alive", "cards", "tricks"},
@@ -140,7 +140,7 @@ def test_each_outcome_is_calibrated_and_the_oracle_perfectly(test_set):
 
 def test_the_bayes_floor_is_its_log_loss_where_the_table_determines_the_outcome(test_set):
     reports = [evaluate(forecasters.BayesMC(2, k=k), test_set, bootstrap=10) for k in (4, 16)]
-    rows = _sweep_rows(reports, test_set)
+    rows = sweep_rows(reports, test_set)
     assert [row["k"] for row in rows] == [4, 16]
     for row in rows:
         assert row["floor"] == pytest.approx(-np.log((row["k"] + 0.5) / (row["k"] + 1.5)))
@@ -171,18 +171,19 @@ def test_early_stopping_validates_on_whole_games_never_trained_on():
 def test_a_submitted_forecaster_joins_the_tables(tmp_path, monkeypatch, capsys):
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
-    from beggar_env.forecasting import baselines
+    from beggar_env.forecasting.study import results as study
+    from beggar_env.forecasting.study import settings
 
-    test = protocol.TestSet.generate(2, baselines.QUICK.test_games)
+    test = protocol.TestSet.generate(2, settings.QUICK.test_games)
     path = evaluate(MostCardsByHand(), test, bootstrap=10).save(tmp_path / "mine.json")
     monkeypatch.chdir(tmp_path)
     run = beggar_in_process(capsys, "baselines", "--forecaster", path, "--players", "2", "--out", "x")
     assert run.returncode == 2 and "a report of 150 2-player test games" in run.stderr  # not the full protocol (2,000)
-    results = {"protocol": vars(baselines.QUICK) | {"bayes_sweep": []}, "players": {"2": {"reports": []}}}
+    results = {"protocol": vars(settings.QUICK) | {"bayes_sweep": []}, "players": {"2": {"reports": []}}}
     results["players"]["2"]["reports"] = [
         evaluate(f, test, bootstrap=10) for f in (forecasters.SeatPrior(2, games=1000), forecasters.BayesMC(2, k=4))
     ]
-    baselines.add_reports(results, [path])
+    study.add_reports(results, [path])
     names = [report["forecaster"] for report in results["players"]["2"]["reports"]]
     assert names == ["seat prior", "my most cards", "Bayes (Monte Carlo, K=4)"]
 

@@ -242,9 +242,9 @@ def test_a_report_of_the_earlier_layout_loads_with_its_determined_figures_derive
 
 def test_a_study_written_before_the_tracks_is_refused_in_one_line(tmp_path):
     pytest.importorskip("sklearn", reason="the baselines need scikit-learn: pip install '.[baselines]'")
-    from beggar_env.forecasting import baselines
+    from beggar_env.forecasting.study.results import check_results
 
     results = {"protocol": {}, "players": {"2": {"reports": [{"forecaster": "seat prior", "gap_closed": {}}]}}}
     with pytest.raises(ValueError, match="written before the two tracks .* run the study again") as caught:
-        baselines.check_results(results, "results.json")
+        check_results(results, "results.json")
     assert "\n" not in str(caught.value)

@@ -65,26 +65,27 @@ def add_parser(commands):
 def run(args):
     from tqdm import tqdm
 
-    from ..forecasting import baselines
+    from ..forecasting.study import folder, results, settings, tables
+    from ..forecasting.study.run import run as run_study
 
     try:
-        baselines.require_extras(args.sequences and not args.redraw)
+        settings.require_extras(args.sequences and not args.redraw)
     except ImportError as error:
         raise UsageError(str(error)) from None
 
     out = os.path.abspath(args.out)
     try:
-        baselines.check_out(out)
+        folder.check_out(out)
     except ValueError as error:
         raise UsageError(f"beggar baselines: --out: {error}") from None
     if args.redraw:
-        return _redraw(baselines, out, args.reports, args.out)
-    protocol = baselines.QUICK if args.quick else baselines.FULL
+        return _redraw(out, args.reports, args.out)
+    protocol = settings.QUICK if args.quick else settings.FULL
     for path in args.reports:
         if not os.path.isfile(path):
             raise UsageError(f"beggar baselines: --forecaster: no such file: {path}")
         try:
-            baselines.read_report(path, protocol, args.players)
+            results.read_report(path, protocol, args.players)
         except ValueError as error:
             raise UsageError(f"beggar baselines: --forecaster: {error}") from None
 
@@ -105,20 +106,20 @@ def run(args):
         f" --players {' '.join(map(str, args.players))}" if args.players != [2, 3, 4] else "") + (
         f" --seed {args.seed}" if args.seed else "") + (" --sequences" if args.sequences else "")  # fmt: skip
     started = time.perf_counter()
-    results = baselines.run(
+    study = run_study(
         tuple(args.players), protocol, args.seed, args.threads, args.reports, stage, sequences=args.sequences
     )
-    written = baselines.write(results, out, command)
-    for n, block in results["players"].items():
+    written = folder.write(study, out, command)
+    for n, block in study["players"].items():
         print(f"\n{n} players: {block['positions']:,} test positions ({block['open_positions']:,} open)")
-        print_rows(baselines.table_rows(block))
+        print_rows(tables.table_rows(block))
     print(
         f"\nresults in {out}: results.json, tables.md and {len(written)} pictures "
         f"({time.perf_counter() - started:.0f} s)"
     )
 
 
-def _redraw(baselines, out, reports, given_out):
+def _redraw(out, reports, given_out):
     """Read ``out``'s results.json, add the reports, write the tables and pictures again: all
     under results.json's lock (a second run on the folder meanwhile is refused, exit 2), every
     report checked before anything is written, results.json replaced last."""
@@ -126,9 +127,11 @@ def _redraw(baselines, out, reports, given_out):
     for report in reports:
         if not os.path.isfile(report):
             raise UsageError(f"beggar baselines: --forecaster: no such file: {report}")
+    from ..forecasting.study import folder
+
     command = f"beggar baselines --redraw --out {given_out}" + "".join(f" --forecaster {r}" for r in reports)
     try:
-        written = baselines.redraw(out, reports, command)
+        written = folder.redraw(out, reports, command)
     except ValueError as error:
         raise UsageError(f"beggar baselines --redraw: {error}") from None
     if reports:

@@ -10,7 +10,7 @@ protocol for all of them, and the published study.
   :func:`evaluate` (any forecaster or policy, on the published protocol) gives a
   :class:`Report` (a row of the published tables, a submission file); :func:`compare`
   gives the paired difference of two;
-* :mod:`~beggar_env.forecasting.baselines`: ``beggar baselines``, the published tables;
+* :mod:`~beggar_env.forecasting.study`: ``beggar baselines``, the published study and its tables;
 * :mod:`~beggar_env.forecasting.events`: the per-step encoding a sequence model reads;
   :mod:`~beggar_env.forecasting.sequences` (games as PyTorch training data) and
   :mod:`~beggar_env.forecasting.sequence_models` (a GRU and a causal transformer over the
@@ -19,7 +19,7 @@ protocol for all of them, and the published study.
 ``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
 """
 
-from . import baselines, events, features, forecasters, protocol, rollouts
+from . import events, features, forecasters, protocol, rollouts, study
 from .forecasters import Forecaster
 from .protocol import Report, TestSet, compare, evaluate, evaluate_policy
 
@@ -28,7 +28,6 @@ __all__ = [
     "Report",
     "TestSet",
     "compare",
-    "baselines",
     "evaluate",
     "evaluate_policy",
     "events",
@@ -36,4 +35,5 @@ __all__ = [
     "forecasters",
     "protocol",
     "rollouts",
+    "study",
 ]

@@ -1,0 +1,188 @@
+"""The study's results as ``results.json`` holds them: their schema (what the tables and
+pictures read, checked before a redraw and before a write), reading and checking them, their
+text, and reports added as rows (checked to be of the study's test set, named apart from its
+own rows)."""
+
+import json
+import os
+
+from ... import checks, files
+from .. import protocol as ev
+from .gaps import add_gaps
+from .settings import Protocol, study_names
+
+_NUMBER = {"type": "number"}  # NaN too: the gap closed between two rows of equal figures
+_COUNT = {"type": "integer", "minimum": 0}
+_POSITIVE = {"type": "integer", "minimum": 1}
+
+
+def _object(**properties):
+    """A JSON Schema object with these properties, all required."""
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
+def _interval(value=_NUMBER):
+    return {"type": "array", "items": value, "minItems": 2, "maxItems": 2}
+
+
+_ROW = {  # a row of the tables: a report (protocol.REPORT_SCHEMA) with its reference: the gap it closes
+    "allOf": [ev.REPORT_SCHEMA, _object(reference=ev.REFERENCE_SCHEMA)]
+}
+_DIFFERENCE = _object(difference=_NUMBER, ci95=_interval())
+_BLOCK = _object(  # one player count's results
+    reports={"type": "array", "items": _ROW, "minItems": 1},
+    positions={"type": "integer", "minimum": 1},
+    open_positions=_COUNT,
+    train_samples=_COUNT,
+    open_unanimous=_NUMBER,
+    game_statistics=_object(
+        games={"type": "integer", "minimum": 1},
+        cards=_object(**{name: _NUMBER for name in ("mean", "p5", "p50", "p95", "p99", "max")}),
+        tricks=_object(mean=_NUMBER),
+        cycles=_COUNT,
+        cycle_share=_NUMBER,
+        seats={"type": "array", "items": _object(seat=_COUNT, rate=_NUMBER, ci95=_interval())},
+        histogram_cards={"type": "array", "items": _COUNT, "minItems": 1},
+    ),
+)
+_BLOCK["properties"]["paired"] = {  # optional, as the tables read them
+    "type": "array",
+    "items": _object(
+        this={"type": "string"},
+        next={"type": "string"},
+        **{
+            name: {"anyOf": [_object(accuracy=_DIFFERENCE, log_loss=_DIFFERENCE), {"const": {}}]}  # {}: no position
+            for name in ev.GAP_SLICES
+        },
+    ),
+}
+_BLOCK["properties"]["bayes_sweep"] = {
+    "type": "array",
+    "items": _object(
+        k=_COUNT,
+        **{name: _NUMBER for name in ("accuracy", "log_loss", "log_loss_open", "log_loss_determined", "floor")},
+        forecasts_per_s=_NUMBER,
+    ),
+}
+RESULTS_SCHEMA = {  # what the tables and pictures read of results.json: checked before a redraw, and before a write
+    "type": "object",
+    "required": ["protocol", "players"],
+    "properties": {
+        "command": {"type": "string"},
+        "added": {"type": "array", "items": {"type": "string"}},
+        "protocol": {
+            **_object(**{name: _POSITIVE for name in Protocol.__dataclass_fields__ if name != "bayes_sweep"}),
+            "properties": {
+                **{name: _POSITIVE for name in Protocol.__dataclass_fields__},
+                "bayes_sweep": {"type": "array", "items": _POSITIVE},
+            },
+            "additionalProperties": False,
+        },
+        "players": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"enum": ["2", "3", "4"]},
+            "additionalProperties": _BLOCK,
+        },
+    },
+}
+
+
+def read_report(path, protocol, players):
+    """A forecaster's or policy's report (a JSON file of ``Report.save``, from
+    ``beggar_env.forecasting.evaluate``), checked to be a whole report of this protocol's
+    test set for one of ``players``, named apart from the study's own rows:
+    ``ValueError`` in one line naming the file and what is wrong, before any work. The
+    checks are those of ``Report.load`` (``protocol.check_report``: the report's JSON
+    Schema and what a schema cannot say); :func:`add_reports` adds those that need the
+    study's results (the same test positions, slice by slice)."""
+    report = ev.read_report_file(path)
+    if report["n_players"] not in players or report["games"] != protocol.test_games:
+        raise ValueError(
+            f"{path}: a report of {checks.excerpt(report['games'])} {checks.excerpt(report['n_players'])}-player test "
+            f"games, not of this protocol's test set ({protocol.test_games} games of "
+            f"{' or '.join(map(str, players))} players)"
+        )
+    report = ev.check_report(report, os.fspath(path))  # a report of layout 1 upgraded
+    name = report["forecaster"]
+    own = {row.casefold() for row in study_names(protocol)}
+    if name.casefold() in own or name.casefold().startswith("bayes (monte carlo"):
+        raise ValueError(
+            f"{path}: $.forecaster: {name!r} is the name of one of the study's own rows: give your forecaster "
+            "another name (evaluate(..., name=...))"
+        )
+    return ev.Report(report)
+
+
+def add_reports(results, paths):
+    """Add forecasters' or policies' reports (``Report.save`` files on the same test set)
+    as rows, before the oracle (a row of the same name, added before, is replaced). Every
+    report is checked (:func:`read_report`, and its slices' positions against the
+    study's) before ``results`` changes: ``ValueError`` naming the file."""
+    protocol = Protocol(**{**results["protocol"], "bayes_sweep": tuple(results["protocol"].get("bayes_sweep", ()))})
+    reports = [(path, read_report(path, protocol, [int(n) for n in results["players"]])) for path in paths]
+    for path, report in reports:
+        block = results["players"][str(report["n_players"])]
+        _same_positions(path, report, block)
+    for path, report in reports:
+        block = results["players"][str(report["n_players"])]
+        block["reports"] = [r for r in block["reports"] if r["forecaster"] != report["forecaster"]]  # a new run of it
+        add_gaps([report], block["reports"])
+        block["reports"].insert(-1, report)
+
+
+def _same_positions(path, report, block):
+    """``ValueError`` unless ``report`` counts the positions of the study's test set, slice
+    by slice (a report of another player count's test set, relabelled, does not)."""
+    if not block["reports"]:
+        return
+    study = block["reports"][0]["slices"]
+    for name, figures in study.items():
+        theirs = report["slices"].get(name, {})
+        games = figures["games"] if not theirs.get("derived") else None  # a derived slice's games are not known
+        if (theirs.get("positions"), theirs.get("games")) != (figures["positions"], games):
+            raise ValueError(
+                f"{path}: $.slices[{name!r}]: {theirs.get('positions')} positions of {theirs.get('games')} games, "
+                f"where the study's {report['n_players']}-player test set has {figures['positions']} of "
+                f"{figures['games']}: not a report of this test set"
+            )
+
+
+def read_results(path):
+    """A study's ``results.json`` (:func:`write`), checked against :data:`RESULTS_SCHEMA`
+    (every figure the tables and pictures read): ``ValueError`` in one line naming the file."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            results = json.load(f)  # not files.read_json: a gap closed between two equal rows is NaN
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist: run the study first (beggar baselines --out DIR)") from None
+    except (OSError, ValueError, RecursionError) as error:
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0] or type(error).__name__
+        raise ValueError(f"{path} cannot be read as JSON: {reason}") from None
+    check_results(results, path)
+    return results
+
+
+def check_results(results, where):
+    """``ValueError`` naming ``where`` unless ``results`` (as results.json holds them) is what
+    the tables and pictures can draw: :data:`RESULTS_SCHEMA`, and every row of a player
+    count a report of that player count."""
+    blocks = results.get("players") if isinstance(results, dict) else None
+    rows = [row for block in (blocks or {}).values() if isinstance(block, dict) for row in block.get("reports", [])]
+    if any(isinstance(row, dict) and "format_version" not in row for row in rows if isinstance(rows, list)):
+        raise ValueError(
+            f"{where}: a study written before the two tracks (its rows have no format_version): run the study "
+            "again (beggar baselines --out DIR)"
+        )
+    files.check_schema(results, RESULTS_SCHEMA, where)
+    for n, block in results["players"].items():
+        for i, row in enumerate(block["reports"]):
+            if row["n_players"] != int(n):
+                raise ValueError(f"{where}: $.players['{n}'].reports[{i}]: a report of {row['n_players']} players")
+
+
+def results_text(results) -> str:
+    """``results.json``'s text: compact JSON (no indentation: the published study's is
+    440 KB so, 690 KB indented), one line."""
+    return json.dumps(results, separators=(",", ":")) + "\n"
