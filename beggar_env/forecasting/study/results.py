@@ -7,77 +7,70 @@ import json
 import os
 
 from ... import checks, files
+from ...schemas import NUMBER, array, integer, interval, obj
 from .. import protocol as ev
 from .gaps import add_gaps
 from .settings import Protocol, study_names
 
-_NUMBER = {"type": "number"}  # NaN too: the gap closed between two rows of equal figures
-_COUNT = {"type": "integer", "minimum": 0}
-_POSITIVE = {"type": "integer", "minimum": 1}
-
-
-def _object(**properties):
-    """A JSON Schema object with these properties, all required."""
-    return {"type": "object", "required": list(properties), "properties": properties}
-
-
-def _interval(value=_NUMBER):
-    return {"type": "array", "items": value, "minItems": 2, "maxItems": 2}
-
+STRING = {"type": "string"}
+COUNT = integer(0)
+POSITIVE = integer(1)
 
 _ROW = {  # a row of the tables: a report (protocol.REPORT_SCHEMA) with its reference: the gap it closes
-    "allOf": [ev.REPORT_SCHEMA, _object(reference=ev.REFERENCE_SCHEMA)]
+    "allOf": [ev.REPORT_SCHEMA, obj({"reference": ev.REFERENCE_SCHEMA})]
 }
-_DIFFERENCE = _object(difference=_NUMBER, ci95=_interval())
-_BLOCK = _object(  # one player count's results
-    reports={"type": "array", "items": _ROW, "minItems": 1},
-    positions={"type": "integer", "minimum": 1},
-    open_positions=_COUNT,
-    train_samples=_COUNT,
-    open_unanimous=_NUMBER,
-    game_statistics=_object(
-        games={"type": "integer", "minimum": 1},
-        cards=_object(**{name: _NUMBER for name in ("mean", "p5", "p50", "p95", "p99", "max")}),
-        tricks=_object(mean=_NUMBER),
-        cycles=_COUNT,
-        cycle_share=_NUMBER,
-        seats={"type": "array", "items": _object(seat=_COUNT, rate=_NUMBER, ci95=_interval())},
-        histogram_cards={"type": "array", "items": _COUNT, "minItems": 1},
-    ),
-)
-_BLOCK["properties"]["paired"] = {  # optional, as the tables read them
-    "type": "array",
-    "items": _object(
-        this={"type": "string"},
-        next={"type": "string"},
+_DIFFERENCE = obj({"difference": NUMBER, "ci95": interval()})  # NaN too: the gap closed between two equal rows
+_PAIR = obj(  # the next row against this one
+    {
+        "this": STRING,
+        "next": STRING,
         **{
-            name: {"anyOf": [_object(accuracy=_DIFFERENCE, log_loss=_DIFFERENCE), {"const": {}}]}  # {}: no position
+            name: {"anyOf": [obj({"accuracy": _DIFFERENCE, "log_loss": _DIFFERENCE}), {"const": {}}]}  # {}: none
             for name in ev.GAP_SLICES
         },
-    ),
-}
-_BLOCK["properties"]["bayes_sweep"] = {
-    "type": "array",
-    "items": _object(
-        k=_COUNT,
-        **{name: _NUMBER for name in ("accuracy", "log_loss", "log_loss_open", "log_loss_determined", "floor")},
-        forecasts_per_s=_NUMBER,
-    ),
-}
-RESULTS_SCHEMA = {  # what the tables and pictures read of results.json: checked before a redraw, and before a write
-    "type": "object",
-    "required": ["protocol", "players"],
-    "properties": {
-        "command": {"type": "string"},
-        "added": {"type": "array", "items": {"type": "string"}},
-        "protocol": {
-            **_object(**{name: _POSITIVE for name in Protocol.__dataclass_fields__ if name != "bayes_sweep"}),
-            "properties": {
-                **{name: _POSITIVE for name in Protocol.__dataclass_fields__},
-                "bayes_sweep": {"type": "array", "items": _POSITIVE},
-            },
-            "additionalProperties": False,
-        },
+    }
+)
+_SWEEP = obj(  # the Bayes forecaster with K rollouts
+    {
+        "k": COUNT,
+        **{name: NUMBER for name in ("accuracy", "log_loss", "log_loss_open", "log_loss_determined", "floor")},
+        "forecasts_per_s": NUMBER,
+    }
+)
+_STATISTICS = obj(
+    {
+        "games": POSITIVE,
+        "cards": obj({name: NUMBER for name in ("mean", "p5", "p50", "p95", "p99", "max")}),
+        "tricks": obj({"mean": NUMBER}),
+        "cycles": COUNT,
+        "cycle_share": NUMBER,
+        "seats": array(obj({"seat": COUNT, "rate": NUMBER, "ci95": interval()})),
+        "histogram_cards": array(COUNT, 1),
+    }
+)
+_BLOCK = obj(  # one player count's results; paired and the sweep optional, as the tables read them
+    {
+        "reports": array(_ROW, 1),
+        "positions": POSITIVE,
+        "open_positions": COUNT,
+        "train_samples": COUNT,
+        "open_unanimous": NUMBER,
+        "game_statistics": _STATISTICS,
+        "paired": array(_PAIR),
+        "bayes_sweep": array(_SWEEP),
+    },
+    optional=("paired", "bayes_sweep"),
+)
+_PROTOCOL = obj(
+    {**{name: POSITIVE for name in Protocol.__dataclass_fields__}, "bayes_sweep": array(POSITIVE)},
+    optional=("bayes_sweep",),
+    closed=True,
+)
+RESULTS_SCHEMA = obj(  # what the tables and pictures read of results.json: checked before a redraw, and a write
+    {
+        "command": STRING,
+        "added": array(STRING),
+        "protocol": _PROTOCOL,
         "players": {
             "type": "object",
             "minProperties": 1,
@@ -85,7 +78,8 @@ RESULTS_SCHEMA = {  # what the tables and pictures read of results.json: checked
             "additionalProperties": _BLOCK,
         },
     },
-}
+    optional=("command", "added"),
+)
 
 
 def read_report(path, protocol, players):
