@@ -244,7 +244,14 @@ def predecessors_into(cards, sizes, leader, out_cards, out_sizes, out_leaders, o
     """The predecessors of one position (``cards``: classes hand after hand, ``sizes``,
     ``leader``), written as rows of ``out_*``; return how many there are (rows beyond the
     output's length are counted, not written). ``owner``, ``stack`` and ``dp`` are scratch
-    space for ``len(cards)`` cards (:func:`_scratch`)."""
+    space for ``len(cards)`` cards (:func:`_scratch`).
+
+    Parameters
+    ----------
+    cards, sizes, leader : the position: classes hand after hand, each hand's size, the seat to lead.
+    out_cards, out_sizes, out_leaders : the predecessors' rows, written in place.
+    owner, stack, dp : scratch space for ``len(cards)`` cards.
+    """
     n_players = sizes.shape[0]
     starts = np.zeros(n_players, np.int64)
     for p in range(1, n_players):
@@ -298,7 +305,14 @@ def count_predecessors(cards, sizes, leaders, counts):
 def expand(cards, sizes, leaders, out_cards, out_sizes, out_leaders, parents):
     """The predecessors of every position of a batch, in order, written from row 0 of
     ``out_*`` with ``parents`` (the row of the batch each came from); return how many
-    there are in all (beyond the output's length, counted, not written)."""
+    there are in all (beyond the output's length, counted, not written).
+
+    Parameters
+    ----------
+    cards, sizes, leaders : the batch of positions, a row each.
+    out_cards, out_sizes, out_leaders : the predecessors' rows, written in place.
+    parents : the row of the batch each predecessor came from, written in place.
+    """
     owner, stack, dp = _scratch(cards.shape[1])
     total = 0
     for i in range(cards.shape[0]):
@@ -384,6 +398,12 @@ def trick_after(s, cards, sizes, leader, out_cards, out_sizes):
 
     The engine deals seat 0 to lead, so the seats are turned for it: seat ``leader``
     plays as seat 0, and the result is turned back.
+
+    Parameters
+    ----------
+    s : a scratch state record (:func:`new_scratch_state`).
+    cards, sizes, leader : the position: classes hand after hand, each hand's size, the seat to lead.
+    out_cards, out_sizes : the position after the trick, written in place.
     """
     n_players = sizes.shape[0]
     starts = np.zeros(n_players + 1, np.int64)

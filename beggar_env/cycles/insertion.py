@@ -86,7 +86,19 @@ def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_
     to ``out_keys[i]`` (their cycle's key) and ``out_periods[i]`` (cards, tricks);
     ``counts[i]`` is how many cycled in all. A call with ``begin`` 0 starts each cycle
     (``walkers[i]`` at its first position, ``counts[i]`` 0); the next calls, with the same
-    arrays, carry on where it stopped (see :func:`_grow_call`)."""
+    arrays, carry on where it stopped (see :func:`_grow_call`).
+
+    Parameters
+    ----------
+    keys, periods : the cycles' keys and periods (tricks).
+    room : the cards of each class that may be put in, a row per cycle.
+    mode : the change: ``INSERT``, ``MOVE``, ``DELETE`` or ``PAIRS``.
+    walkers : a state per cycle, walking its positions across calls.
+    work : the scratch states and progress records, a row per cycle.
+    results : scratch result records, one per cycle.
+    out_keys, out_periods, counts : what cycled, written in place.
+    begin, end : the positions of each cycle changed in this call.
+    """
     states, progress = work
     length = keys.shape[1]
     n_players = 1
@@ -316,7 +328,22 @@ def explore(
     Each level keeps at most ``beam`` of the cycles it found that no earlier level had,
     those nearest ``deck``'s proportions first (ties drawn with ``seed``); at most
     ``levels`` levels. ``progress(level)`` after each. ``out``: a JSON file of the levels
-    and every cycle kept, checked before the first level and locked meanwhile."""
+    and every cycle kept, checked before the first level and locked meanwhile.
+
+    Parameters
+    ----------
+    starts : deals or cycles' keys in compact notation.
+    n_players : hands of each.
+    change : ``"insert"``, ``"delete"``, ``"move"`` or ``"pairs"``.
+    deck : the deck the cycles grow towards (``"insert"``, ``"pairs"``).
+    beam : the new cycles a level keeps, at most.
+    slack : the cards of a class allowed above its share of ``deck`` (None: any).
+    levels : the levels, at most (None: until done).
+    seed : the seed that draws ties.
+    threads : the compiled threads (None: all cores).
+    progress : ``progress(level)``, or None.
+    out : a JSON file of the levels, or None.
+    """
     started = time.perf_counter()
     n_players = checks.n_players(n_players)
     change = checks.choice("change", change, CHANGES)

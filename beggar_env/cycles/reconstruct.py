@@ -234,7 +234,17 @@ def extend(deal, offsets=50, max_nodes=100_000, beam=None, progress=None, *, out
     each level keeps only the ``beam`` positions nearest to balanced (the least sum of
     differences from the dealt sizes, ties in order), so the walk goes deeper.
     ``progress(starts done, offsets)`` after each start. ``out``: a JSON file of the result,
-    checked before the walk and locked during it."""
+    checked before the walk and locked during it.
+
+    Parameters
+    ----------
+    deal : the deal whose game is extended backwards.
+    offsets : the trick-start positions walked back from.
+    max_nodes : the positions a walk visits, at most.
+    beam : the positions a level keeps (None: all).
+    progress : ``progress(starts done, offsets)``, or None.
+    out : a JSON file of the result, or None.
+    """
     offsets = checks.count("offsets", offsets, 1)
     max_nodes = checks.count("max_nodes", max_nodes, 1)
     beam = None if beam is None else checks.count("beam", beam, 1)

@@ -133,7 +133,17 @@ class SampleBuffers:
 
     def fill_labels(self, dest, counts, results, keys, first, n_players):
         """The labels of games ``first ..``, game i's ``counts[i]`` rows from ``dest[i]`` on;
-        ``keys[i]`` is its deal seed."""
+        ``keys[i]`` is its deal seed.
+
+        Parameters
+        ----------
+        dest : the first row of each game in the buffers.
+        counts : the rows of each game.
+        results : the games' result records (core's), one per game.
+        keys : each game's deal seed.
+        first : the index of the first game in its stream.
+        n_players : seats at the table.
+        """
         labels = (self.labels[name] for name, _ in (*LEADING, *TRAILING, WEIGHT))
         _fill_labels(dest, counts, results, keys, first, n_players, *labels)
 

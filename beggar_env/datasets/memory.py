@@ -138,6 +138,17 @@ def generate(
     ``progress(done, 2 * n_games)``: the games played, then the games whose samples are
     written. Raises ``MemoryError`` (before writing any sample) when the samples would
     not fit in memory.
+
+    Parameters
+    ----------
+    n_games : the random games to play.
+    n_players : seats at the table.
+    observation : what a sample holds: ``"public"``, ``"counted"`` or ``"full"``.
+    samples : ``"card"`` (every card), ``"trick"`` (every trick start) or an int k (k random steps a game).
+    seed : the seed of the games (None: a fresh one).
+    threads : the compiled threads (None: all cores).
+    max_cards : the agreed limit of a game's cards (None: none).
+    progress : ``progress(done, 2 * n_games)``, or None.
     """
     n_games = checks.count("n_games", n_games)
     checks.callback("progress", progress)

@@ -53,7 +53,17 @@ def most_samples(n_games, mode, k):
 def play_games(seed, first, results, max_cards, work, progress=None):
     """Play games ``first .. first + len(results) - 1`` of the random stream ``seed`` into
     ``results``, as the env plays them (cycle detection, the agreed limit ``max_cards``);
-    ``progress(games_done)`` between compiled calls."""
+    ``progress(games_done)`` between compiled calls.
+
+    Parameters
+    ----------
+    seed : the random stream's key.
+    first : the index of the first game in the stream.
+    results : core result records, one per game, written in place.
+    max_cards : the agreed limit of a game's cards (``core.NO_LIMIT``: none).
+    work : core's scratch states (``core.new_work``).
+    progress : ``progress(games_done)``, or None.
+    """
     core.play_batch(core.shuffled_deals(seed, first), max_cards, core.NO_LIMIT, True, results, work, progress)
 
 
@@ -70,7 +80,19 @@ def sample_counts(results, mode, k):
 @jit(parallel=True)
 def write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
     """Replay games ``first ..`` of stream ``seed`` (one per record of ``results``), writing
-    game i's samples into rows ``offsets[i] ..`` of ``obs`` (flat observation rows)."""
+    game i's samples into rows ``offsets[i] ..`` of ``obs`` (flat observation rows).
+
+    Parameters
+    ----------
+    seed : the random stream's key.
+    first : the index of the first game in the stream.
+    results : the games' result records, as :func:`play_games` wrote them.
+    offsets : game i's first row in ``obs`` (``len(results) + 1`` of them).
+    mode, k : the sampling (:class:`Sampling`) and its number of samples a game.
+    settings : the env's settings record (``task.EnvConfig.settings``).
+    obs : the flat observation rows, written in place.
+    work : core's scratch states, one a thread.
+    """
     for c in prange(work.shape[0]):
         cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
         s = work[c, 0]

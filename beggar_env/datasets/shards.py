@@ -111,7 +111,20 @@ class Job:
         game_weights=False,
         shard_games=SHARD_GAMES,
     ) -> "Job":
-        """A checked job; ``seed=None`` draws a fresh one."""
+        """A checked job; ``seed=None`` draws a fresh one.
+
+        Parameters
+        ----------
+        n_games : the random games to play.
+        n_players : seats at the table.
+        observation : what a sample holds: ``"public"``, ``"counted"`` or ``"full"``.
+        samples : ``"card"``, ``"trick"`` or an int k (k random steps a game).
+        seed : the seed of the games (None: a fresh one).
+        max_cards : the agreed limit of a game's cards (None: none).
+        split : the splits, ``"train=0.9,test=0.1"`` or a dict (None: one).
+        game_weights : whether the samples carry a ``weight`` column.
+        shard_games : the games of a shard.
+        """
         config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
         mode, k = parse_samples(samples)
         most_samples(checks.count("n_games", n_games), mode, k)
@@ -282,6 +295,14 @@ def write_games(directory, job: Job, lo: int, hi: int, *, threads=None, progress
     appear (renamed from hidden temporary files) once all of them are complete; on an
     error or Ctrl-C, the shard being written is removed. ``progress(done, hi - lo)``
     counts games.
+
+    Parameters
+    ----------
+    directory : the dataset's folder, made ready by :func:`create`.
+    job : the dataset's :class:`Job`.
+    lo, hi : the games written, ``lo .. hi - 1``, on shard boundaries.
+    threads : the compiled threads (None: all cores).
+    progress : ``progress(done, hi - lo)``, or None.
     """
     if not 0 <= lo <= hi <= job.n_games or lo % job.shard_games or (hi % job.shard_games and hi != job.n_games):
         raise ValueError(f"games {lo}..{hi} are not whole shards of {job.shard_games} games in 0..{job.n_games}")
@@ -349,6 +370,23 @@ def generate(
     cluster at ``address``; see :mod:`beggar_env.distributed`), a shard per task, each
     worker on one thread: the same files, byte for byte, as a local run. On a cluster,
     ``directory`` must be a shared folder that every node sees at the same path.
+
+    Parameters
+    ----------
+    directory : the dataset's folder, new or empty.
+    n_games : the random games to play.
+    n_players : seats at the table.
+    observation : what a sample holds: ``"public"``, ``"counted"`` or ``"full"``.
+    samples : ``"card"``, ``"trick"`` or an int k (k random steps a game).
+    seed : the seed of the games (None: a fresh one).
+    threads : the compiled threads (None: all cores).
+    max_cards : the agreed limit of a game's cards (None: none).
+    split : the splits, ``"train=0.9,test=0.1"`` or a dict (None: one).
+    game_weights : whether the samples carry a ``weight`` column.
+    shard_games : the games of a shard.
+    progress : ``progress(done, n_games)``, or None.
+    backend : ``"local"`` or ``"ray"``.
+    address : the Ray cluster's address (None: a local Ray).
     """
     require_pyarrow()
     checks.callback("progress", progress)

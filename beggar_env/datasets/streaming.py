@@ -288,7 +288,16 @@ class WriterThread:
 
 def write_shard(files: ShardFiles, stream: SampleStream, writer: WriterThread, lo, hi, report=None):
     """Write games ``lo .. hi - 1`` into a shard's ``files`` and close them; return what
-    :meth:`ShardFiles.close` returns. ``report(games)`` after each block."""
+    :meth:`ShardFiles.close` returns. ``report(games)`` after each block.
+
+    Parameters
+    ----------
+    files : the shard's files.
+    stream : the stream that plays the games and fills the buffers.
+    writer : the thread that writes full buffers.
+    lo, hi : the games written, ``lo .. hi - 1``.
+    report : ``report(games)``, the games done, or None.
+    """
     deal_schema = files.files[-1].schema
     for first in range(lo, hi, BLOCK_GAMES):
         block = stream.play(first, min(first + BLOCK_GAMES, hi))

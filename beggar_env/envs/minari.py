@@ -41,6 +41,17 @@ def record(
     ``metadata`` goes to Minari's ``create_dataset`` (``author``, ``author_email``,
     ``code_permalink``, ...: Minari warns when they are missing). Returns the
     ``minari.MinariDataset``; ``minari.load_dataset(dataset_id)`` reads it back.
+
+    Parameters
+    ----------
+    dataset_id : Minari's ``namespace/name-vN``.
+    policy : a callable, observation -> action.
+    episodes : the episodes recorded.
+    seed : the seed of the first episode's reset.
+    data_format : Minari's storage, ``"arrow"`` or ``"hdf5"``.
+    description : the dataset's description (None: one made from the episodes, options and seed).
+    metadata : more of Minari's ``create_dataset`` arguments (``author``, ...).
+    **options : ``gym.make("Beggar-v0", ...)``'s keywords.
     """
     minari = require_minari(data_format)
     episodes = checks.count("episodes", episodes, 1)
