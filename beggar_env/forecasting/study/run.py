@@ -44,9 +44,18 @@ def run_players(
     n_players, protocol, seed=0, threads=None, stage=lambda name, unit: _ignore, first_players=2, sequences=False
 ):
     """Train and evaluate every baseline for one player count (and, with ``sequences``, the
-    GRU on the public stream). ``stage(name, unit)`` returns the progress callback of a long
-    stage: each forecaster's forecasts (counting positions), the game statistics (counting
-    games)."""
+    GRU on the public stream): the player count's block of ``results.json``.
+
+    Parameters
+    ----------
+    n_players : the player count.
+    protocol : the study's :class:`~.settings.Protocol` (its sizes, K, resamples, budgets).
+    seed : the seed of the forecasters and the game statistics.
+    threads : the threads of the compiled work (None: every core).
+    stage : ``stage(name, unit)``, a long stage's progress callback (forecasts: positions; statistics: games).
+    first_players : the player count that also runs the Bayes forecaster's K sweep.
+    sequences : also train and evaluate the GRU on the public stream (needs torch).
+    """
     started = time.perf_counter()
     test = ev.TestSet.generate(n_players, protocol.test_games, threads=threads)
     train = datasets.generate(
@@ -160,10 +169,19 @@ def run(
     players=(2, 3, 4), protocol=FULL, seed=0, threads=None, reports=(), stage=lambda name, unit: _ignore,
     sequences=False,
 ):  # fmt: skip
-    """The whole study; ``reports`` are more rows: report files (``Report.save``, from
-    ``beggar_env.forecasting.evaluate`` or ``evaluate_policy``) of the same test set.
-    ``sequences``: also train and evaluate the GRU on the public stream for each player
-    count (needs torch; 5 to 10 minutes a player count on 2 cores)."""
+    """The whole study, as ``results.json`` holds it: every player count's block, with the
+    protocol, the seeds, the versions and the machine.
+
+    Parameters
+    ----------
+    players : the player counts, in order (the first runs the Bayes K sweep).
+    protocol : the study's :class:`~.settings.Protocol` (:data:`~.settings.FULL` is the published one).
+    seed : the seed of the forecasters and the game statistics.
+    threads : the threads of the compiled work (None: every core).
+    reports : more rows: report files (``Report.save``, from ``evaluate`` or ``evaluate_policy``) of the same test set.
+    stage : ``stage(name, unit)``, the progress callback of a long stage (see :func:`run_players`).
+    sequences : also the GRU on the public stream, each player count (torch; 5 to 10 min each on 2 cores).
+    """
     require_extras(sequences)
     results = {
         "protocol": asdict(protocol),
