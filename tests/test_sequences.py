@@ -14,7 +14,7 @@ import gymnasium as gym  # noqa: E402
 
 import beggar_env  # noqa: E402, F401 (registers Beggar-v0)
 from beggar_env import datasets  # noqa: E402
-from beggar_env.forecasting import events, protocol, sequence_models, sequences  # noqa: E402
+from beggar_env.forecasting import events, protocol, sequence_models, sequences, training  # noqa: E402
 from beggar_env.forecasting.forecasters import BayesMC  # noqa: E402
 
 
@@ -234,6 +234,11 @@ def test_distillation_trains_on_soft_labels():
     assert forecaster.name == "transformer (public stream, distilled from Bayes)"
 
 
+def test_a_distilled_forecaster_says_it_had_a_teacher():
+    assert sequence_models.SequenceForecaster(2, target="bayes").given == ("teacher",)
+    assert sequence_models.SequenceForecaster(2, target="outcome").given == ()
+
+
 # ------------------------------------------------------------------ model files
 
 
@@ -362,7 +367,7 @@ def test_torch_s_own_text_is_not_quoted_with_its_terminal_escapes(tmp_path, monk
 @pytest.mark.slow
 def test_fit_shows_its_progress_on_stderr_unless_told_not_to(capsys, monkeypatch):
     """fit trained for minutes without a word."""
-    monkeypatch.setattr(sequence_models._Bar, "DELAY", 0)
+    monkeypatch.setattr(training.ProgressBar, "DELAY", 0)
     settings = dict(hidden=8, layers=1, games=40, epochs=2, lanes=4, window=16, val_games=10, seed=3)
     sequence_models.SequenceForecaster(2, **settings).fit()
     err = capsys.readouterr().err

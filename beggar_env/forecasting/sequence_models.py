@@ -1,6 +1,7 @@
-"""Sequence forecasters (PyTorch): a GRU and a small causal transformer that read the stream
-of a game's observations (:mod:`~beggar_env.forecasting.events`) and forecast its winner
-at every step, trained on the outcome or distilled from the Bayes forecaster.
+"""Sequence forecasters (PyTorch): a GRU and a small causal transformer
+(:mod:`~beggar_env.forecasting.sequence_nets`) that read the stream of a game's observations
+(:mod:`~beggar_env.forecasting.events`) and forecast its winner at every step, trained on
+the outcome or distilled from the Bayes forecaster.
 
 :class:`SequenceForecaster` is a :class:`~beggar_env.forecasting.forecasters.Forecaster`
 with a memory (``recurrent = True``):
@@ -22,19 +23,19 @@ with a memory (``recurrent = True``):
 Needs torch (``pip install 'beggar-env[rl]'``).
 """
 
-import copy
 import os
 import re
-import sys
 import time
 import zipfile
 
 import numpy as np
 
 from .. import checks, files
-from . import events, protocol, sequences
+from . import events, protocol, sequences, training
 from .forecasters import Forecaster
+from .sequence_nets import CausalTransformer, GRUNet
 from .sequences import torch
+from .training import torch_threads
 
 ARCHITECTURES = ("gru", "transformer")
 TARGETS = ("outcome", "bayes")
@@ -52,146 +53,7 @@ def budget(architecture, quick=False):
     return dict(QUICK) if quick else dict(PUBLISHED, hidden=WIDTH[architecture])
 
 
-nn = torch.nn
 functional = torch.nn.functional
-
-
-class GRUNet(nn.Module):
-    """Events -> a linear layer -> ReLU -> a GRU cell -> logits of the outcomes. The state
-    is the GRU's hidden vector, zeroed where a game starts."""
-
-    def __init__(self, width, n_outcomes, hidden=128):
-        super().__init__()
-        self.hidden = hidden
-        self.embed = nn.Linear(width, hidden)
-        self.cell = nn.GRUCell(hidden, hidden)
-        self.head = nn.Linear(hidden, n_outcomes)
-
-    def initial(self, batch):
-        return torch.zeros(batch, self.hidden)
-
-    def forward(self, x, start, state):
-        """``x`` (batch, steps, width), ``start`` (batch, steps) bool; returns logits
-        (batch, steps, n_outcomes) and the state after the last step."""
-        inputs = functional.relu(self.embed(x))
-        keep = (~start).to(x.dtype)
-        h, outs = state, []
-        for t in range(x.shape[1]):
-            h = self.cell(inputs[:, t], h * keep[:, t, None])
-            outs.append(h)
-        return self.head(torch.stack(outs, dim=1)), h
-
-    @staticmethod
-    def detach(state):
-        return state.detach()
-
-    def initial_step(self, batch):
-        return self.initial(batch)
-
-    def step(self, x, start, state):
-        """One step ``x`` (batch, 1, width) at a time, as ``forward`` plays it."""
-        return self.forward(x, start, state)
-
-    @staticmethod
-    def lanes(state):
-        return state.shape[0]
-
-
-class CausalTransformer(nn.Module):
-    """A pre-norm transformer whose step attends to the last ``context`` steps of its own
-    game (itself included), layer by layer, as Transformer-XL does: the state is each layer's
-    inputs at the last ``context - 1`` steps (and which game each belongs to), so a window
-    of steps and one step at a time in the env compute the same forecasts. No positional
-    embedding: attention is causal, and the events carry the time (cards, tricks)."""
-
-    def __init__(self, width, n_outcomes, d_model=64, heads=4, layers=2, context=128):
-        super().__init__()
-        self.d_model, self.heads, self.context = d_model, heads, context
-        self.embed = nn.Linear(width, d_model)
-        self.blocks = nn.ModuleList(
-            nn.ModuleDict(
-                {
-                    "norm1": nn.LayerNorm(d_model),
-                    "qkv": nn.Linear(d_model, 3 * d_model),
-                    "out": nn.Linear(d_model, d_model),
-                    "norm2": nn.LayerNorm(d_model),
-                    "mlp": nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)),
-                }
-            )
-            for _ in range(layers)
-        )
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, n_outcomes)
-
-    def initial(self, batch):
-        m = self.context - 1
-        memory = [torch.zeros(batch, m, self.d_model) for _ in self.blocks]
-        game = torch.full((batch, m), -1, dtype=torch.long)  # -1: an empty slot, in no game
-        return memory, game, torch.zeros(batch, dtype=torch.long)
-
-    def forward(self, x, start, state):
-        memory, mem_game, current = state
-        batch, steps, _ = x.shape
-        m = mem_game.shape[1]
-        game = current[:, None] + torch.cumsum(start.long(), dim=1)  # each step's game number, per lane
-        keys_game = torch.cat([mem_game, game], dim=1)
-        distance = (torch.arange(steps)[:, None] + m) - torch.arange(m + steps)[None, :]
-        in_reach = (distance >= 0) & (distance < self.context)
-        mask = in_reach[None] & (keys_game[:, None, :] == game[:, :, None])  # (batch, steps, m + steps)
-        h = self.embed(x)
-        new_memory = []
-        for block, mem in zip(self.blocks, memory):
-            both = torch.cat([mem, h], dim=1)
-            new_memory.append(both[:, -m:] if m else both[:, :0])
-            q, k, v = block["qkv"](block["norm1"](both)).split(self.d_model, dim=2)
-            q = q[:, m:]
-            shape = (batch, -1, self.heads, self.d_model // self.heads)
-            q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
-            attended = functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])
-            h = h + block["out"](attended.transpose(1, 2).reshape(batch, steps, self.d_model))
-            h = h + block["mlp"](block["norm2"](h))
-        logits = self.head(self.norm(h))
-        new_game = keys_game[:, -m:] if m else keys_game[:, :0]
-        return logits, (new_memory, new_game, game[:, -1])
-
-    @staticmethod
-    def detach(state):
-        memory, game, current = state
-        return [mem.detach() for mem in memory], game, current
-
-    def initial_step(self, batch):
-        """The state of ``step``: each layer's keys and values of the last ``context``
-        steps in a ring (attention has no positions, so their order does not matter), the
-        game of each slot (-1: empty), the next slot, and each lane's game number."""
-        shape = (batch, self.heads, self.context, self.d_model // self.heads)
-        keys = [(torch.zeros(shape), torch.zeros(shape)) for _ in self.blocks]
-        game = torch.full((batch, self.context), -1, dtype=torch.long)
-        return keys, game, 0, torch.zeros(batch, dtype=torch.long)
-
-    def step(self, x, start, state):
-        """One step ``x`` (batch, 1, width) for every lane, the forecasts ``forward`` gives
-        for that step: each layer computes the new step's query, key and value only and
-        attends to the cached keys of its game, so a step costs O(context), not
-        O(context²)."""
-        keys, slot_game, slot, current = state
-        batch = x.shape[0]
-        game = current + start[:, 0].long()
-        slot_game[:, slot] = game
-        mask = (slot_game == game[:, None])[:, None, None, :]  # (batch, 1, 1, context)
-        h = self.embed(x)
-        for block, (k_cache, v_cache) in zip(self.blocks, keys):
-            q, k, v = block["qkv"](block["norm1"](h)).split(self.d_model, dim=2)
-            shape = (batch, 1, self.heads, self.d_model // self.heads)
-            q, k, v = (t.reshape(shape).transpose(1, 2) for t in (q, k, v))
-            k_cache[:, :, slot], v_cache[:, :, slot] = k[:, :, 0], v[:, :, 0]
-            attended = functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
-            h = h + block["out"](attended.transpose(1, 2).reshape(batch, 1, self.d_model))
-            h = h + block["mlp"](block["norm2"](h))
-        return self.head(self.norm(h)), (keys, slot_game, (slot + 1) % self.context, game)
-
-    @staticmethod
-    def lanes(state):
-        return state[-1].shape[0]
 
 
 class SequenceForecaster(Forecaster):
@@ -209,6 +71,7 @@ class SequenceForecaster(Forecaster):
     """
 
     recurrent = True
+    given = ()  # trained on the outcomes; distilled from Bayes: ("teacher",)
 
     def __init__(
         self,
@@ -235,6 +98,8 @@ class SequenceForecaster(Forecaster):
         self.observation = checks.choice("observation", observation, ("public", "counted"))
         self.architecture = checks.choice("architecture", architecture, ARCHITECTURES)
         self.target = checks.choice("target", target, TARGETS)
+        if self.target == "bayes":
+            self.given = ("teacher",)  # trained on another forecaster's outputs
         self.hidden = checks.integer("hidden", hidden, 1, MOST["hidden"])
         self.layers = checks.integer("layers", layers, 1, MOST["layers"])
         self.context = checks.integer("context", context, 1, MOST["context"])
@@ -273,11 +138,13 @@ class SequenceForecaster(Forecaster):
         )
 
     def new_model(self):
+        """The untrained network of the settings, its initial weights the seed's."""
         width = events.width(self.n_players, self.observation)
-        torch.manual_seed(self.seed)
         if self.architecture == "gru":
-            return GRUNet(width, self.n_outcomes, self.hidden)
-        return CausalTransformer(width, self.n_outcomes, self.hidden, 4, self.layers, self.context)
+            return training.seeded(self.seed, lambda: GRUNet(width, self.n_outcomes, self.hidden))
+        return training.seeded(
+            self.seed, lambda: CausalTransformer(width, self.n_outcomes, self.hidden, 4, self.layers, self.context)
+        )
 
     def streams(self):
         """The training streams: fresh games every epoch, with soft labels for ``target="bayes"``."""
@@ -296,86 +163,41 @@ class SequenceForecaster(Forecaster):
         training takes more than half a second, gone when it ends); ``False`` or ``None``
         shows nothing; a callable is called as ``progress(done, total)`` with the training
         games played (as ``datasets.generate(progress=...)`` calls it)."""
-        if isinstance(progress, (bool, np.bool_)):
-            if progress:
-                with _Bar(f"training {self.name}") as bar:
-                    return self._fit(bar)
-            progress = None
-        return self._fit(checks.callback("progress", progress))
-
-    def _fit(self, progress):
         started = time.perf_counter()
         with torch_threads(self.threads):
             self.model = self.new_model()
-            optimiser = torch.optim.Adam(self.model.parameters(), lr=self.lr)
             held_out = sequences.GameStreams(
                 self.n_players, self.observation, self.val_games, seed=self.seed + 1, chunk_games=self.val_games
             )
             validation = held_out.chunk(0)  # outcomes only: the held-out games are scored as the protocol scores
-            streams = self.streams()
+            run = _Windows(self, self.streams())
             # Cosine decay from lr to lr / 20 over the windows of the whole run, counted ahead
             # from the held-out games' mean length (the same distribution as the training games).
             windows_ahead = self.epochs * self.games * validation.lengths.mean() / (self.lanes * self.window)
-            schedule = torch.optim.lr_scheduler.LambdaLR(
-                optimiser, lambda i: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * min(i / max(windows_ahead, 1), 1.0)))
-            )
-            best, best_loss, seen = None, np.inf, 0
-            self.history = []
-            for epoch in range(self.epochs):
-                streams.set_epoch(epoch)
-                self.model.train()
-                state, steps = None, 0
-                for window in sequences.windows(streams, self.lanes, self.window):
-                    state, begun = self._step(optimiser, window, state)
-                    schedule.step()
-                    seen += begun
-                    steps += int(window.valid.sum())
-                    if progress is not None:
-                        progress(min(seen, self.games * self.epochs), self.games * self.epochs)
-                self.model.eval()
+            decay = lambda i: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * min(i / max(windows_ahead, 1), 1.0)))
+
+            def figures(epoch, _):
                 scores = protocol.position_scores(
                     self.forecast_games(validation), np.repeat(validation.label, validation.lengths)
                 )
-                loss, accuracy = float(scores["log_loss"].mean()), float(scores["accuracy"].mean())
-                self.history.append(
-                    {
-                        "epoch": epoch + 1,
-                        "games": (epoch + 1) * self.games,
-                        "steps": steps,  # trained on in this epoch
-                        "val_log_loss": loss,
-                        "val_accuracy": accuracy,
-                        "seconds": time.perf_counter() - started,
-                    }
-                )
-                if loss < best_loss:
-                    best, best_loss = copy.deepcopy(self.model.state_dict()), loss
-                if isinstance(progress, _Bar):
-                    progress.epoch(epoch + 1, self.epochs, loss)
-            self.model.load_state_dict(best)
-            self.model.eval()
+                return {
+                    "epoch": epoch + 1,
+                    "games": (epoch + 1) * self.games,
+                    "steps": run.steps,  # trained on in this epoch
+                    "val_log_loss": float(scores["log_loss"].mean()),
+                    "val_accuracy": float(scores["accuracy"].mean()),
+                    "seconds": time.perf_counter() - started,
+                }
+
+            self.history = training.train(
+                self.model, run.batches, run.loss, lr=self.lr, epochs=self.epochs, clip=1.0, figures=figures,
+                keep_best=True, schedule=lambda o: torch.optim.lr_scheduler.LambdaLR(o, decay), progress=progress,
+                work=run.work, description=f"training {self.name}", unit="game",
+            )  # fmt: skip
         self.fit_seconds = time.perf_counter() - started
         self.trained_on_seed = self.seed
         self._state = None
         return self
-
-    def _step(self, optimiser, window, state):
-        """One gradient step on a window; the state carries on to the next window, cut from
-        the graph (truncated backpropagation through time)."""
-        if state is None:
-            state = self.model.initial(window.start.shape[0])
-        logits, state = self.model(window.events, window.start, state)
-        log_probs = functional.log_softmax(logits, dim=2)
-        valid = window.valid
-        if self.target == "bayes":
-            per_step = -(window.soft * log_probs).sum(dim=2)
-        else:
-            per_step = -log_probs.gather(2, window.label[..., None])[..., 0]
-        loss = per_step[valid].sum() / valid.numel()  # a pass's last, ragged windows weigh what they hold
-        optimiser.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        optimiser.step()
-        return self.model.detach(state), int(window.start[valid].sum())  # and the games begun in this window
 
     def _require_model(self):
         if self.model is None:
@@ -495,6 +317,45 @@ class SequenceForecaster(Forecaster):
         return forecaster
 
 
+class _Windows:
+    """The training windows of a fit: each epoch's fresh games packed into windows
+    (:meth:`batches`), the state carried from window to window of an epoch and cut from the
+    graph (truncated backpropagation through time, :meth:`loss`), the games begun so far
+    (:meth:`work`) and the steps of the epoch's windows (``steps``)."""
+
+    def __init__(self, forecaster, streams):
+        self.forecaster, self.streams = forecaster, streams
+        self.state, self.steps, self.seen = None, 0, 0
+        self.total = forecaster.games * forecaster.epochs
+
+    def batches(self, epoch):
+        self.streams.set_epoch(epoch)
+        self.state, self.steps = None, 0
+        for window in sequences.windows(self.streams, self.forecaster.lanes, self.forecaster.window):
+            self.steps += int(window.valid.sum())
+            yield window
+
+    def loss(self, window):
+        """The window's loss (soft labels for ``target="bayes"``); the state goes on to the next window."""
+        model = self.forecaster.model
+        if self.state is None:
+            self.state = model.initial(window.start.shape[0])
+        logits, state = model(window.events, window.start, self.state)
+        self.state = model.detach(state)
+        log_probs = functional.log_softmax(logits, dim=2)
+        valid = window.valid
+        if self.forecaster.target == "bayes":
+            per_step = -(window.soft * log_probs).sum(dim=2)
+        else:
+            per_step = -log_probs.gather(2, window.label[..., None])[..., 0]
+        return per_step[valid].sum() / valid.numel()  # a pass's last, ragged windows weigh what they hold
+
+    def work(self, window):
+        """The training games begun so far, and in all."""
+        self.seen += int(window.start[window.valid].sum())
+        return min(self.seen, self.total), self.total
+
+
 MODEL_RECORDS = 4096  # records in a model file: a handful per layer
 
 
@@ -534,42 +395,3 @@ def _torch_reason(error):
         return f"it holds a {unsupported.group(1)}, which a model file does not: refused unread"
     first = next((line for line in text.splitlines() if line.strip()), "") or type(error).__name__
     return checks.excerpt(_ESCAPE.sub("", first).strip(), 160)
-
-
-class _Bar:
-    """``fit``'s progress bar on stderr: the training games, and each epoch's held-out log loss."""
-
-    DELAY = 0.5  # seconds before the bar shows, as the command line's bars
-
-    def __init__(self, description):
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc=description, unit="game", delay=self.DELAY, file=sys.stderr, leave=False)
-
-    def __call__(self, done, total):
-        self.bar.total = total
-        self.bar.update(done - self.bar.n)
-
-    def epoch(self, epoch, epochs, loss):
-        self.bar.set_postfix_str(f"epoch {epoch}/{epochs}: held-out log loss {loss:.4f}")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.bar.close()
-
-
-class torch_threads:
-    """torch's intra-op threads set for a block (None: as they are), then restored."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __enter__(self):
-        self.before = torch.get_num_threads()
-        if self.n is not None:
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.before)
