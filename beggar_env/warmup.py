@@ -92,12 +92,12 @@ def cycles(n):
 
 
 def forward(n):  # the learned step's machine and the rollouts of the compute-accuracy curve
-    from .forecasting import forward
+    from .forecasting import machine, transitions
 
-    forward.transitions(20, n, seed=0)
-    forward.tally(2, n, seed=0, threads=1)
-    forward.machine_games(forward.exact_table(2, n, 0), 2, n, seed=0)
-    forward.rolled(datasets.generate(2, n_players=n, observation="counted", seed=0).fields, k=2)
+    transitions.transitions(20, n, seed=0)
+    transitions.tally(2, n, seed=0, threads=1)
+    machine.machine_games(transitions.exact_table(2, n, 0), 2, n, seed=0)
+    machine.rolled(datasets.generate(2, n_players=n, observation="counted", seed=0).fields, k=2)
 
 
 def parts(players=PLAYERS):
@@ -110,7 +110,7 @@ def parts(players=PLAYERS):
         ("search", searches),
         ("Bayes forecaster", bayes),
         ("cycles", cycles),
-        *([("forecasters that play forward", forward)] if importlib.util.find_spec("torch") is not None else []),
+        ("forecasters that play forward", forward),
     ]
     return [Part(f"{name}, {n} players", functools.partial(call, n), n) for n in players for name, call in kinds]
 

@@ -1,7 +1,7 @@
-"""Playing the game forward: train and evaluate the forecasters of
-``beggar_env.forecasting.forward`` with the published protocol, and write one report per row
-(``Report.save``; ``beggar baselines --redraw --forecaster FILE`` adds one to the tables), the
-compute-accuracy curves and a summary.
+"""Playing the game forward: train and evaluate the forecasters that play it forward
+(``beggar_env.forecasting.machine``, ``step_model``, ``full_view``) with the published
+protocol, and write one report per row (``Report.save``; ``beggar baselines --redraw
+--forecaster FILE`` adds one to the tables), the compute-accuracy curves and a summary.
 
     pip install -e '.[rl,baselines]'
     python examples/forward_forecasters.py --players 2 --rows step curve --out docs/results/forward
@@ -40,7 +40,9 @@ import torch
 
 import beggar_env as bg
 from beggar_env import __version__, core, datasets, files
-from beggar_env.forecasting import forecasters, forward, protocol
+from beggar_env.forecasting import forecasters, machine, protocol, transitions
+from beggar_env.forecasting.full_view import FullViewForecaster
+from beggar_env.forecasting.step_model import StepModel
 from beggar_env.forecasting.study.settings import TRAIN_SEED
 
 CURVE_TRICKS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, None)  # None: to the end
@@ -111,20 +113,22 @@ def counted_trees(n_players, args):
 
 def row_step(n_players, args, out):
     settings = dict(games=20_000, steps=800, hidden=64) if args.quick else dict(games=args.step_games)
-    step = forward.StepModel(n_players, seed=args.seed, **settings).fit()
-    held_in, held_out = forward.transitions(10**5 if args.quick else 10**6, n_players, seed=HELD_OUT_SEED + n_players)
+    step = StepModel(n_players, seed=args.seed, **settings).fit()
+    held_in, held_out = transitions.transitions(
+        10**5 if args.quick else 10**6, n_players, seed=HELD_OUT_SEED + n_players
+    )
     rate, wrong = step.exact(held_in, held_out)
-    rows = forward.codes(held_in, n_players)
+    rows = transitions.codes(held_in, n_players)
     new = ~np.isin(rows, step.seen)
     new_rate = step.exact(held_in[new], held_out[new]) if new.any() else (None, 0)
     games = 10**4 if args.quick else 10**5
-    labels, cards, tricks = forward.machine_games(step.table(), games, n_players, seed=HELD_OUT_SEED + n_players)
+    labels, cards, tricks = machine.machine_games(step.table(), games, n_players, seed=HELD_OUT_SEED + n_players)
     engine = bg.simulate(games, n_players=n_players, seed=HELD_OUT_SEED + n_players)
     same = (
         (labels == core.outcome_labels(engine.winner, n_players)) & (cards == engine.cards) & (tricks == engine.tricks)
     )
     k = 16 if args.quick else 256
-    rolled = forward.RolledStep(step, k=k, seed=0)
+    rolled = machine.RolledStep(step, k=k, seed=0)
     test = test_set(n_players, args)
     report = protocol.evaluate(rolled, test, bootstrap=200 if args.quick else 1000)
     bayes = forecasters.BayesMC(n_players, k=k, seed=0).predict_proba(test.observations("counted"))
@@ -145,7 +149,7 @@ def row_step(n_players, args, out):
         step={
             "training_transitions": step.transitions_seen,
             "distinct_inputs_trained_on": len(step.seen),
-            "possible_inputs": forward.n_inputs(n_players),
+            "possible_inputs": transitions.n_inputs(n_players),
             "wrong_distinct_after_training": step.history[-1]["wrong_distinct"],
             "held_out_transitions": len(held_in),
             "held_out_seed": HELD_OUT_SEED + n_players,
@@ -182,13 +186,13 @@ def curve(n_players, args, out, learned):
     step = None
     if learned:
         settings = dict(games=20_000, steps=800, hidden=64) if args.quick else dict(games=args.step_games)
-        step = forward.StepModel(n_players, seed=args.seed, **settings).fit()
+        step = StepModel(n_players, seed=args.seed, **settings).fit()
     budgets = CURVE_CARDS if learned else CURVE_TRICKS
     unit = "cards" if learned else "tricks"
     k = 4 if args.quick else 16
     points = []
     for budget in budgets:
-        forecaster = forward.Truncated(leaf, step, k=k, seed=0, **{unit: budget})
+        forecaster = machine.Truncated(leaf, step, k=k, seed=0, **{unit: budget})
         report = protocol.evaluate(forecaster, test, bootstrap=200 if args.quick else 1000)
         point = {"budget": budget, "forecasts_per_s": report["forecasts_per_s"], "name": report["forecaster"]}
         for name in ("all", "open", "determined"):
@@ -278,7 +282,7 @@ def main(argv=None):
 def row_full(n_players, args, out, kind):
     """A learner of the full view: trees or an MLP on ``features.full_features`` (trained on the
     published baselines' training games, their full view), or a network of
-    ``forward.FullViewForecaster``."""
+    ``full_view.FullViewForecaster``."""
     games = 1500 if args.quick else 20_000
     started = time.perf_counter()
     if kind in ("full-trees", "full-mlp"):
@@ -295,7 +299,7 @@ def row_full(n_players, args, out, kind):
     else:
         net = "hands" if kind == "hands" else "looped"
         settings = dict(FULL_NETS[net], **(QUICK_NETS if args.quick else {}))
-        forecaster = forward.FullViewForecaster(
+        forecaster = FullViewForecaster(
             n_players, net, seed=args.seed, data_seed=TRAIN_SEED + n_players, threads=args.threads, **settings
         ).fit()
         fit_s, history = forecaster.fit_seconds, forecaster.history

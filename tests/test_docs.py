@@ -68,7 +68,10 @@ def chain(codes, number):
 NEEDS = {  # the package's modules that need a client
     "beggar_env.forecasting.sequences": "torch",
     "beggar_env.forecasting.sequence_models": "torch",
-    "beggar_env.forecasting.forward": "torch",
+    "beggar_env.forecasting.sequence_nets": "torch",
+    "beggar_env.forecasting.training": "torch",
+    "beggar_env.forecasting.step_model": "torch",
+    "beggar_env.forecasting.full_view": "torch",
 }
 
 

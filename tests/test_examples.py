@@ -55,7 +55,8 @@ def test_forward_example_writes_reports_the_tables_can_take_and_its_curve_ends_a
     from beggar_env.forecasting import protocol
 
     out = run("forward_forecasters.py", "--quick", "--rows", "step", "curve", "hands", "--out", str(tmp_path))
-    assert re.search(r"2 players, learned step, rolled out \(K=16\): all 0\.\d+ / \d\.\d+; open", out)
+    row = r"2 players, Bayes over a hand-built machine, learned rule table \(K=16\)"
+    assert re.search(row + r": all 0\.\d+ / \d\.\d+; open", out)
     step = protocol.Report.load(tmp_path / "step_rolled_2p.json")
     assert step["step"]["held_out_transitions"] == 100_000 and 0 <= step["step"]["exact_match"] <= 1
     assert step["slices"]["open"]["positions"] + step["slices"]["determined"]["positions"] == step["positions"]

@@ -216,12 +216,10 @@ CORRUPTIONS = {  # name -> a change of a valid batch that no position of a game 
 def forecasters_of_counted_positions():
     """Every forecaster (or call) that hands counted observations to compiled code."""
     calls = {"BayesMC": fc.BayesMC(2, k=2).predict_proba}
-    try:
-        from beggar_env.forecasting import forward
-    except ImportError:  # no torch: the rollouts of forward are not installed
-        return calls
-    calls["forward.rolled"] = lambda o: forward.rolled(o, k=2)
-    calls["Truncated"] = forward.Truncated(fc.MostCards(2), cards=5, k=2).predict_proba
+    from beggar_env.forecasting import machine  # numba alone: no torch needed
+
+    calls["machine.rolled"] = lambda o: machine.rolled(o, k=2)
+    calls["Truncated"] = machine.Truncated(fc.MostCards(2), cards=5, k=2).predict_proba
     return calls
 
 

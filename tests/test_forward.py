@@ -1,19 +1,28 @@
-"""Playing the game forward, learned: the step's transitions against the engine, the queue
-machine with an exact step against the engine game by game (2-4 players), one wrong
-transition caught, rollouts with no budget equal to the Bayes forecaster's, the learned step
-and the engine equal at every budget (forecasts and the views the leaf reads), and a step
-network trained from scratch that is exact and rolls out as the engine plays."""
+"""Playing the game forward: the step's transitions against the engine, the queue machine
+with an exact step against the engine game by game (2-4 players), one wrong transition
+caught, rollouts with no budget equal to the Bayes forecaster's, the learned step and the
+engine equal at every budget (forecasts and the views the leaf reads), the machine with no
+torch installed, and (with torch) a step network trained from scratch that is exact and
+rolls out as the engine plays, and the networks of the full view."""
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="the forward models need torch (pip install 'beggar-env[rl]')")
+import beggar_env as bg
+from beggar_env import core, task
+from beggar_env.forecasting import machine, protocol, transitions
+from beggar_env.forecasting.forecasters import BayesMC
+
 pytestmark = pytest.mark.usefixtures("torch_threads")  # torch's threads, set once for the session (conftest)
 
-import beggar_env as bg  # noqa: E402
-from beggar_env import core, task  # noqa: E402
-from beggar_env.forecasting import forward, protocol  # noqa: E402
-from beggar_env.forecasting.forecasters import BayesMC  # noqa: E402
+
+def needs_torch():
+    return pytest.importorskip(
+        "torch", reason="the learned step and the full view need torch (pip install 'beggar-env[rl]')"
+    )
 
 
 class Exact:
@@ -21,8 +30,8 @@ class Exact:
     outputs in the table (what a learned step that gets them all right holds)."""
 
     def __init__(self, n_players, games=20_000, seed=5):
-        self.n_players = n_players
-        self._table = forward.exact_table(games, n_players, seed)
+        self.n_players, self.seed = n_players, seed
+        self._table = transitions.exact_table(games, n_players, seed)
 
     def table(self):
         return self._table
@@ -30,22 +39,22 @@ class Exact:
 
 @pytest.mark.parametrize("n_players", [2, 3, 4])
 def test_the_tally_is_every_transition_of_its_games_and_the_step_a_function(n_players):
-    inputs, outputs = forward.transitions(5000, n_players, seed=3)  # the first 20-odd games
-    seen, after, counts = forward.tally(40, n_players, seed=3)
-    by_row = dict(zip(forward.codes(seen, n_players), map(tuple, after)))
-    assert all(by_row[row] == tuple(out) for row, out in zip(forward.codes(inputs, n_players), outputs))
-    assert (forward.decode(forward.codes(inputs, n_players), n_players) == inputs).all()
-    assert (forward.decode_outputs(forward.out_codes(outputs, n_players), n_players) == outputs).all()
+    inputs, outputs = transitions.transitions(5000, n_players, seed=3)  # the first 20-odd games
+    seen, after, counts = transitions.tally(40, n_players, seed=3)
+    by_row = dict(zip(transitions.codes(seen, n_players), map(tuple, after)))
+    assert all(by_row[row] == tuple(out) for row, out in zip(transitions.codes(inputs, n_players), outputs))
+    assert (transitions.decode(transitions.codes(inputs, n_players), n_players) == inputs).all()
+    assert (transitions.decode_outputs(transitions.out_codes(outputs, n_players), n_players) == outputs).all()
     assert counts.sum() == bg.simulate(40, n_players=n_players, seed=3).cards.sum()
-    for j, size in enumerate(forward.in_sizes(n_players)):
+    for j, size in enumerate(transitions.in_sizes(n_players)):
         assert 0 <= inputs[:, j].min() and inputs[:, j].max() < size
 
 
 @pytest.mark.parametrize("n_players", [2, 3, 4])
 def test_the_machine_with_an_exact_step_plays_every_game_as_the_engine(n_players):
     games = 1000
-    table = forward.exact_table(games, n_players, seed=11)  # exact on every input these games meet
-    labels, cards, tricks = forward.machine_games(table, games, n_players, seed=11)
+    table = transitions.exact_table(games, n_players, seed=11)  # exact on every input these games meet
+    labels, cards, tricks = machine.machine_games(table, games, n_players, seed=11)
     engine = bg.simulate(games, n_players=n_players, seed=11)
     np.testing.assert_array_equal(labels, core.outcome_labels(engine.winner, n_players))
     np.testing.assert_array_equal(cards, engine.cards)
@@ -68,20 +77,49 @@ def test_one_wrong_transition_is_caught(n_players, sample):
     """Every row these games use (2 players: all 150 of them), made wrong one at a time, changes
     some game's outcome, length or tricks."""
     games = 300
-    table = forward.exact_table(games, n_players, seed=12)
+    table = transitions.exact_table(games, n_players, seed=12)
     engine = bg.simulate(games, n_players=n_players, seed=12)
     truth = (core.outcome_labels(engine.winner, n_players), engine.cards, engine.tricks)
-    used = forward.codes(forward.tally(games, n_players, seed=12)[0], n_players)
+    used = transitions.codes(transitions.tally(games, n_players, seed=12)[0], n_players)
     if sample:
         used = np.random.default_rng(0).choice(used, sample, replace=False)
     for row in used:
-        played = forward.machine_games(planted(table, row, n_players), games, n_players, seed=12)
+        played = machine.machine_games(planted(table, row, n_players), games, n_players, seed=12)
         assert any((a != b).any() for a, b in zip(played, truth)), f"the wrong row {row} went unnoticed"
 
 
 def test_a_table_of_the_wrong_shape_is_refused():
     with pytest.raises(ValueError, match="shape"):
-        forward.machine_games(np.zeros((10, 6), np.int8), 5, 2)
+        machine.machine_games(np.zeros((10, 6), np.int8), 5, 2)
+
+
+def test_the_machine_and_its_tables_need_no_torch():
+    """The machine was in one module with the torch networks: it could not be imported without torch."""
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from beggar_env.forecasting import machine, transitions\n"
+        "try:\n"
+        "    from beggar_env.forecasting import step_model\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "beggar_env.forecasting.step_model needs torch" in run.stdout, run.stdout
+
+
+def test_each_rollout_says_what_it_is_given():
+    """The step row is Bayes over a hand-built machine: named so, and given it; the curve's
+    points are given what plays forward and whatever their leaf is given."""
+    step = Exact(2, games=50)
+    rolled = machine.RolledStep(step, k=16)
+    assert rolled.name == "Bayes over a hand-built machine, learned rule table (K=16)"
+    assert rolled.given == ("hand-built machine",)
+    leaf = Recorder()
+    assert machine.Truncated(leaf, tricks=2).given == ("rules engine",)
+    assert machine.Truncated(leaf, step, tricks=2).given == ("hand-built machine",)
+    leaf.given = ("teacher",)
+    assert machine.Truncated(leaf, step, cards=5).given == ("hand-built machine", "teacher")
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +130,7 @@ def small_test():
 def test_rolled_out_by_the_engine_to_the_end_is_the_bayes_forecaster(small_test):
     obs = small_test.observations("counted")
     bayes = BayesMC(2, k=16, seed=3).predict_proba(obs)
-    np.testing.assert_allclose(forward.rolled(obs, k=16, seed=3), bayes, rtol=0, atol=1e-12)  # the same rollouts
+    np.testing.assert_allclose(machine.rolled(obs, k=16, seed=3), bayes, rtol=0, atol=1e-12)  # the same rollouts
 
 
 class Recorder:
@@ -118,8 +156,8 @@ def test_an_exact_learned_step_and_the_engine_agree_at_every_budget(small_test, 
     obs = small_test.observations("counted")
     step = Exact(2, games=100_000)  # every one of the 150 inputs of 2 players
     engine_leaf, learned_leaf = Recorder(), Recorder()
-    by_engine = forward.rolled(obs, leaf=engine_leaf, k=4, **budget)
-    by_step = forward.rolled(obs, step, leaf=learned_leaf, k=4, **budget)
+    by_engine = machine.rolled(obs, leaf=engine_leaf, k=4, **budget)
+    by_step = machine.rolled(obs, step, leaf=learned_leaf, k=4, **budget)
     np.testing.assert_array_equal(by_engine, by_step)
     for a, b in zip(engine_leaf.seen, learned_leaf.seen):
         assert a.keys() == b.keys() and all((a[name] == b[name]).all() for name in a)
@@ -131,29 +169,33 @@ def test_an_exact_learned_step_and_the_engine_agree_at_every_budget(small_test, 
 def test_no_budget_is_the_bayes_forecaster_and_budget_zero_the_leaf(small_test):
     obs = small_test.observations("counted")
     step = Exact(2, games=100_000)
-    np.testing.assert_array_equal(forward.rolled(obs, step, k=8), forward.rolled(obs, k=8))
+    np.testing.assert_array_equal(machine.rolled(obs, step, k=8), machine.rolled(obs, k=8))
     leaf = Recorder()
-    np.testing.assert_array_equal(forward.rolled(obs, step, cards=0, leaf=leaf, k=8), leaf.predict_proba(obs))
+    np.testing.assert_array_equal(machine.rolled(obs, step, cards=0, leaf=leaf, k=8), leaf.predict_proba(obs))
     with pytest.raises(ValueError, match="leaf"):
-        forward.rolled(obs, tricks=2)
-    deep = forward.rolled(obs, tricks=10**6, leaf=Recorder(), k=8)  # every rollout ends: no leaf is asked
-    np.testing.assert_allclose(deep, forward.rolled(obs, k=8), atol=1e-12)
+        machine.rolled(obs, tricks=2)
+    deep = machine.rolled(obs, tricks=10**6, leaf=Recorder(), k=8)  # every rollout ends: no leaf is asked
+    np.testing.assert_allclose(deep, machine.rolled(obs, k=8), atol=1e-12)
 
 
 @pytest.mark.slow
 def test_a_step_network_trained_from_scratch_is_exact_and_rolls_out_as_the_engine_plays():
-    step = forward.StepModel(2, games=20_000, steps=1500, hidden=64).fit()
-    inputs, outputs = forward.transitions(200_000, 2, seed=77)
+    needs_torch()
+    from beggar_env.forecasting.step_model import StepModel
+
+    step = StepModel(2, games=20_000, steps=1500, hidden=64).fit()
+    inputs, outputs = transitions.transitions(200_000, 2, seed=77)
     assert step.exact(inputs, outputs) == (1.0, 0)
-    labels, cards, _ = forward.machine_games(step.table(), 500, 2, seed=78)
+    labels, cards, _ = machine.machine_games(step.table(), 500, 2, seed=78)
     engine = bg.simulate(500, n_players=2, seed=78)
     np.testing.assert_array_equal(labels, core.outcome_labels(engine.winner, 2))
     np.testing.assert_array_equal(cards, engine.cards)
     test = protocol.TestSet.generate(2, 10, seed=79)
     obs = test.observations("counted")
-    rolled = forward.RolledStep(step, k=16)
+    rolled = machine.RolledStep(step, k=16)
     np.testing.assert_allclose(rolled.predict_proba(obs), BayesMC(2, k=16).predict_proba(obs), rtol=0, atol=1e-12)
-    assert rolled.name == "learned step, rolled out (K=16)" and rolled.trained_on_seed == step.seed
+    assert rolled.name == "Bayes over a hand-built machine, learned rule table (K=16)"
+    assert rolled.trained_on_seed == step.seed and rolled.given == ("hand-built machine",)
 
 
 # --------------------------------------------------------------- the full view
@@ -190,9 +232,13 @@ def test_the_full_features_read_every_hand_as_documented(full_positions):
 @pytest.mark.slow
 @pytest.mark.parametrize("net", ["hands", "looped"])
 def test_a_full_view_network_trains_and_forecasts_each_position_as_if_alone(full_positions, net):
-    forecaster = forward.FullViewForecaster(2, net, games=20, samples=4, epochs=1, batch=16, data_seed=32)
+    needs_torch()
+    from beggar_env.forecasting.full_view import FullViewForecaster
+
+    forecaster = FullViewForecaster(2, net, games=20, samples=4, epochs=1, batch=16, data_seed=32)
     forecaster.fit()
     assert forecaster.observation == "full" and forecaster.trained_on_seed == 32 and len(forecaster.history) == 1
+    assert forecaster.given == ()
     obs = full_positions.fields
     probs = forecaster.predict_proba(obs)
     assert probs.shape == (len(obs["cards"]), 3) and np.allclose(probs.sum(axis=1), 1)
@@ -202,11 +248,14 @@ def test_a_full_view_network_trains_and_forecasts_each_position_as_if_alone(full
 
 
 def test_the_looped_model_iterates_more_for_longer_hands():
+    torch = needs_torch()
+    from beggar_env.forecasting.full_view import LoopedNet
+
     hands = torch.full((4, 3, 52), -1)
     for row, sizes in enumerate([(52, 0, 0), (30, 20, 2), (21, 17, 14), (18, 17, 17)]):
         for seat, size in enumerate(sizes):
             hands[row, seat, :size] = 0
-    net = forward.LoopedNet(3, 10, width=8, heads=2, base=2, per_card=0.5, most=40)
+    net = LoopedNet(3, 10, width=8, heads=2, base=2, per_card=0.5, most=40)
     assert net.iterations(hands).tolist() == [2, 12, 11, 11]  # 2 + half the second-largest hand, rounded up
     net.most = 9
     assert net.iterations(hands).tolist() == [2, 9, 9, 9]

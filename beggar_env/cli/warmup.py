@@ -9,7 +9,7 @@ def add_parser(commands):
         help="compile every part once, so that no first use waits",
         allow_abbrev=False,
         description="Compile (or load from numba's cache) every compiled part of the package: the engine, the "
-        "envs, the datasets, the search, the cycles, the Bayes forecaster and (with torch) the forecasters that play "
+        "envs, the datasets, the search, the cycles, the Bayes forecaster and the machine of the forecasters that play "
         "forward, for each player count. A first use "
         "compiles only the part it runs; this does them all at once.",
     )

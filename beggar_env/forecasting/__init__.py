@@ -14,7 +14,13 @@ protocol for all of them, and the published study.
 * :mod:`~beggar_env.forecasting.events`: the per-step encoding a sequence model reads;
   :mod:`~beggar_env.forecasting.sequences` (games as PyTorch training data) and
   :mod:`~beggar_env.forecasting.sequence_models` (a GRU and a causal transformer over the
-  stream) need torch and are imported on their own.
+  stream) need torch and are imported on their own;
+* playing the game forward: :mod:`~beggar_env.forecasting.transitions` (the rules of one
+  card as a table) and :mod:`~beggar_env.forecasting.machine` (the queue machine, its
+  rollouts, the compute-accuracy curve), compiled; :mod:`~beggar_env.forecasting.step_model`
+  (the learned step) and :mod:`~beggar_env.forecasting.full_view` (networks of the full
+  view) need torch, and train in :mod:`~beggar_env.forecasting.training`'s one loop, as
+  the sequence models do.
 
 ``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
 """
