@@ -233,23 +233,27 @@ class _Batch:
                     yield lo, block
 
     def cuda_blocks(self, block_games, progress, results=None):
-        """:meth:`blocks` played on the GPU (:mod:`beggar_env.gpu`): the same results."""
+        """:meth:`blocks` played on the GPU (:mod:`beggar_env.gpu_game`): the same results."""
+        from . import gpu_game
+
         buffer = None if results is not None else core.new_results(min(block_games, self.n_games), self.n_players)
         for lo in range(0, self.n_games, block_games):
             hi = min(lo + block_games, self.n_games)
             block = results[lo:hi] if results is not None else buffer[: hi - lo]
             report = None if progress is None else lambda done, lo=lo: progress(lo + done, self.n_games)
-            gpu.play_batch(
+            gpu_game.play_batch(
                 self.deals(lo, hi), self.max_cards, self.max_tricks, self.detect_cycles, block, self.capacity, report
             )
             yield lo, block
 
     def cuda_tally(self, progress):
         """:func:`tally` of every game, counted on the GPU launch by launch."""
+        from . import gpu_game
+
         whole = None
         for lo in range(0, self.n_games, gpu.LAUNCH_GAMES):
             hi = min(lo + gpu.LAUNCH_GAMES, self.n_games)
-            part = gpu.tally(
+            part = gpu_game.tally(
                 self.deals(lo, hi), hi - lo, self.n_players, self.capacity, self.max_cards, self.max_tricks,
                 self.detect_cycles,
             )  # fmt: skip

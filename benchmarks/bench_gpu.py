@@ -195,11 +195,11 @@ def compile_ptx():
 
     # device functions are compiled for the current device's compute capability: stand one in
     numba.cuda.dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
-    from beggar_env import core
-    from beggar_env.cycles import census, gpu_census
-    from beggar_env.forecasting import rollouts
-    from beggar_env.gpu import THREADS_PER_BLOCK, kernels
-    from beggar_env.search import searchers
+    from beggar_env import core, gpu_game
+    from beggar_env.cycles import gpu_census
+    from beggar_env.forecasting import gpu_rollouts
+    from beggar_env.gpu import THREADS_PER_BLOCK
+    from beggar_env.search import gpu_searchers
 
     i8, i32, i64, u64 = t.int8, t.int32, t.int64, t.uint64
     capacity = core.capacity_for(core.DECK_SIZE)
@@ -207,31 +207,31 @@ def compile_ptx():
     for n in (2, 3, 4):
         signatures = {
             "games": (
-                kernels.games_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
+                gpu_game.games_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
                 (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8, i64[:, :]),
             ),
             "candidates": (
-                kernels.candidates_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK, searchers),
+                gpu_searchers.candidates_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
                 (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8)
                 + (t.Tuple((i64[:], i64[:], i64[:], i64[:, :])),),
             ),
             "tally": (
-                kernels.tally_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
+                gpu_game.tally_kernel(n, capacity, core.DECK_SIZE, THREADS_PER_BLOCK),
                 (i8, i8[:, :], i32[:, :], u64, i64, i64, i64, i64, i8)
                 + (t.Tuple((i64[:], i64[:], i64[:], i64[:], i64[:], i64[:], i64[:, :])),),
             ),
             "walks": (
-                kernels.walks_kernel(n, capacity, core.DECK_SIZE, searchers),
+                gpu_searchers.walks_kernel(n, capacity, core.DECK_SIZE),
                 (i8, u64, i64, i64, i64, t.float64, i64[:], i64, i8[:, :], i32[:, :], i64)
                 + (i8[:, :], i32[:, :], i64[:, :], u64[:], i64[:, :], i64[:, :, :], i8[:, :, :], i64[:]),
             ),
             "rollouts": (
-                kernels.rollouts_kernel(n, capacity, rollouts),
+                gpu_rollouts.rollouts_kernel(n, capacity),
                 (i8[:, :, :], i64[:, :], i8[:, :], i64[:], i64[:, :], t.uint8[:, :], i64[:, :], i64, i64, u64, i64)
                 + (i64[:, :], i64[:], i64[:]),
             ),
             "census": (
-                gpu_census.census_kernel(census, n, core.DECK_SIZE, THREADS_PER_BLOCK),
+                gpu_census.census_kernel(n, core.DECK_SIZE, THREADS_PER_BLOCK),
                 (i8, u64, i8[:], i64, i64[:], i64, i64, i64[:, :], i8[:, :], i64[:, :], i64[:]),
             ),
         }

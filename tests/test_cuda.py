@@ -210,22 +210,24 @@ def test_local_search_walks_as_the_cpu_walks(n_players, options, monkeypatch):
     cpu = search(n_players, strategy="local", seed=4, top=3, threads=1, **options)
     assert _finds(search(n_players, strategy="local", seed=4, top=3, backend="cuda", **options)) == _finds(cpu)
     assert cpu.found["cards"] and len({f.index for f in cpu.found["cards"]}) == len(cpu.found["cards"])
-    monkeypatch.setattr(gpu, "WALK_LAUNCH_GAMES", 3)  # a walk goes on over launches
-    monkeypatch.setattr(gpu, "LAUNCH_WALKS", 2)  # a range in groups of walks
+    from beggar_env.search import gpu_searchers
+
+    monkeypatch.setattr(gpu_searchers, "WALK_LAUNCH_GAMES", 3)  # a walk goes on over launches
+    monkeypatch.setattr(gpu_searchers, "LAUNCH_WALKS", 2)  # a range in groups of walks
     on_gpu = search(n_players, strategy="local", seed=4, top=3, backend="cuda", **options)
     assert _finds(on_gpu) == _finds(cpu) and on_gpu.deals_done == cpu.deals_done == options["deals"]
 
 
 @simulator
 def test_local_search_from_start_deals_and_full_buffers(vectors, monkeypatch):
-    from beggar_env.gpu import kernels
+    from beggar_env.search import gpu_searchers
 
     casella = next(v["deal"] for v in vectors if v["outcome"] == "cycle" and v["cards"] > 100)
     starts = [casella, beggar_env.random_deal(2, seed=1), Deal.from_classes([[0, 0, 1, 0, 2], [0, 3, 0]])]
     options = dict(strategy="local", objective="cycle", starts=starts, deals=30, walk_steps=10, seed=6, top=5)
     cpu = search(2, threads=1, **options)
     assert _finds(search(2, backend="cuda", **options)) == _finds(cpu)
-    monkeypatch.setattr(kernels, "FOUND_PER_WALK", 1)  # a walk pauses at every candidate
+    monkeypatch.setattr(gpu_searchers, "FOUND_PER_WALK", 1)  # a walk pauses at every candidate
     assert _finds(search(2, backend="cuda", **options)) == _finds(cpu)
 
 
@@ -277,38 +279,37 @@ def test_a_summary_counted_on_the_device_is_the_cpus(n_players, options):
 
 @simulator
 def test_a_tally_past_the_histograms_and_the_room_and_of_given_deals(vectors, monkeypatch):
-    from beggar_env import game
-    from beggar_env.gpu import kernels
+    from beggar_env import game, gpu_game
 
     deals = [v["deal"] for v in vectors if v["deal"].count("/") == 1]
     cpu = game.tally(deals)
-    monkeypatch.setattr(kernels, "CARD_BINS", 100)  # most games listed apart
-    monkeypatch.setattr(kernels, "TRICK_BINS", 12)
+    monkeypatch.setattr(gpu_game, "CARD_BINS", 100)  # most games listed apart
+    monkeypatch.setattr(gpu_game, "TRICK_BINS", 12)
     monkeypatch.setattr(gpu, "KEPT_ROOM", 2)  # launches played again with room for all
-    kernels.tally_kernel.cache_clear()
+    gpu_game.tally_kernel.cache_clear()
     try:
         same_tally(game.tally(deals, backend="cuda"), cpu)
         assert len(cpu["cards"]) > 100
     finally:
-        kernels.tally_kernel.cache_clear()
+        gpu_game.tally_kernel.cache_clear()
 
 
 @simulator
 def test_random_search_sends_back_only_candidates_and_finds_what_the_cpu_finds(monkeypatch):
-    from beggar_env.search import searchers
+    from beggar_env.search import gpu_searchers
 
     cpu = search(2, deals=1200, seed=9, top=3, threads=1)
-    monkeypatch.setattr(searchers, "FIRST_CUDA_LAUNCH", 100)
+    monkeypatch.setattr(gpu_searchers, "FIRST_LAUNCH", 100)
     monkeypatch.setattr(gpu, "LAUNCH_GAMES", 300)
     sent = []
-    real = gpu.candidate_rows
+    real = gpu_searchers.candidate_rows
 
     def counted(*args, **kwargs):
         played, rows = real(*args, **kwargs)
-        sent.append((args[3], len(played)))
+        sent.append((args[2], len(played)))
         return played, rows
 
-    monkeypatch.setattr(gpu, "candidate_rows", counted)
+    monkeypatch.setattr(gpu_searchers, "candidate_rows", counted)
     assert _finds(search(2, deals=1200, seed=9, top=3, backend="cuda")) == _finds(cpu)
     assert sent[0][0] == 100 and sum(n for n, _ in sent) == 1200
     assert sum(k for _, k in sent[1:]) < sum(n for n, _ in sent[1:]) / 10  # the lists full: a few games sent
@@ -354,22 +355,22 @@ def test_the_census_on_the_gpu_is_the_cpu_census(n_players, source, deck, n, fir
 
 
 def next_position(source, seed, deck, fixed, counts, index, cards, sizes, left):
-    """census.place with a bug: the random position of ``index + 1``. Compiled for the GPU in
-    the census module's namespace (``positions`` and ``core`` are its twins there)."""
+    """cycle_keys.place with a bug: the random position of ``index + 1``. Compiled for the GPU
+    in the cycle_keys module's namespace (``positions`` and ``core`` are its twins there)."""
     positions.random_position(core.derive_key(seed, index + 1), deck, cards, sizes)  # noqa: F821
 
 
 @simulator
 def test_a_kernel_that_places_the_next_position_is_caught(monkeypatch):
     """A planted bug: the GPU plays position ``index + 1`` where the CPU plays ``index``."""
-    from beggar_env.cycles import census, gpu_census
+    from beggar_env.cycles import census, cycle_keys, gpu_census
     from beggar_env.gpu import kernels
     from beggar_env.jit import jit
 
     options = dict(deck="JJK-----", n=300, seed=5)
     cpu = census.census(4, "random", threads=1, **options)
     assert census.census(4, "random", backend="cuda", **options) == cpu
-    monkeypatch.setattr(census, "place", jit(next_position))
+    monkeypatch.setattr(cycle_keys, "place", jit(next_position))
     gpu_census.census_kernel.cache_clear()
     kernels.twins_of.cache_clear()
     try:

@@ -2,7 +2,9 @@
 
 * :mod:`~beggar_env.cycles.census`: play many positions (random ones of any split, or
   every deal of a deck) and name every cycle reached; its file, written as it runs and
-  continued with ``resume``;
+  continued with ``resume``; on a GPU, :mod:`~beggar_env.cycles.gpu_census`, over the
+  compiled steps both share (:mod:`~beggar_env.cycles.cycle_keys`: a position placed,
+  played to its cycle, the cycle's canonical key);
 * :mod:`~beggar_env.cycles.backward`: backward play, the positions one trick before a
   given one;
 * :mod:`~beggar_env.cycles.reconstruct`: the balanced deals that reach a cycle, and

@@ -21,7 +21,6 @@ replaced whole (:mod:`beggar_env.files`); ``beggar cycles census`` is this funct
 """
 
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -33,84 +32,13 @@ from ..core import Outcome
 from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
 from . import backward, positions, records
+from .cycle_keys import cycle_key, key_text, place, play_to_cycle
 
 SOURCES = ("random", "every")
 BACKENDS = ("local", "ray", "cuda")
-SEPARATOR = 5  # between hands in a key (after the five classes)
-KEY_SYMBOLS = core.CLASS_SYMBOLS + "/"
 CHUNK = 1 << 14  # positions per parallel task and compiled call
 RAY_TASK_POSITIONS = 1 << 17  # positions per task of a census on Ray (a second or so of one core)
 KIND = records.kind("census")
-# ------------------------------------------------------------------------------ keys
-
-
-@jit
-def write_key(s, out):
-    """The position of trick-start state ``s`` from its leader's seat on, as key bytes."""
-    n_players = s.held.shape[0]
-    mask = s.pile.shape[0] - 1
-    at = 0
-    for k in range(n_players):
-        p = (s.turn + k) % n_players
-        if k > 0:
-            out[at] = SEPARATOR
-            at += 1
-        for j in range(s.held[p]):
-            out[at] = s.hands[p, (s.head[p] + j) & mask]
-            at += 1
-
-
-@jit
-def _less(a, b):
-    for i in range(a.shape[0]):
-        if a[i] != b[i]:
-            return a[i] < b[i]
-    return False
-
-
-@jit
-def cycle_key(s, period, key, scratch):
-    """Walk ``period`` tricks from ``s`` (a position on a cycle; it comes back to it) and
-    write the cycle's canonical key to ``key`` (``scratch``: a key's room)."""
-    write_key(s, key)
-    for _ in range(period):
-        core.step_trick(s)
-        write_key(s, scratch)
-        if _less(scratch, key):
-            for i in range(key.shape[0]):
-                key[i] = scratch[i]
-
-
-# ---------------------------------------------------------------------------- census
-
-
-@jit
-def play_to_cycle(s, cards, sizes, start, probe, f, r):
-    """Deal ``cards`` (hands of ``sizes``, seat 0 leading) into state ``s`` and play it in
-    the engine to its end or its first repeat, the result in ``r`` (``start``, ``probe``,
-    ``f``: :func:`core.finish`'s scratch); True when it cycles, ``s`` then left on the cycle
-    for :func:`cycle_key`."""
-    core.init_state(s, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
-    core.finish_now(s, True, r, start, probe, f)
-    if r.outcome != Outcome.CYCLE:
-        return False
-    s.status = Outcome.RUNNING
-    return True
-
-
-@jit
-def place(source, seed, deck, fixed, counts, index, cards, sizes, left):
-    """Position ``index`` of the source (0 random, 1 every) into ``cards`` and ``sizes``;
-    for ``every``, the arrangement ``index`` of the cards ``counts`` after the ``fixed``
-    first cards of ``deck`` (a block's prefix: :func:`positions.blocks`); ``left``: room
-    for the counts."""
-    if source == 0:
-        positions.random_position(core.derive_key(seed, index), deck, cards, sizes)
-    else:
-        for j in range(fixed):
-            cards[j] = deck[j]
-        positions.arrangement(counts, index, cards, fixed, left)
-        positions.dealt_sizes(cards.shape[0], sizes.shape[0], sizes)
 
 
 @jit(parallel=True)
@@ -120,7 +48,19 @@ def census_range(source, seed, deck, counts, first, n, work, results, keys, peri
     chunks, one per row of ``work`` (``core.new_work``'s) and ``results`` (one record
     each). Per chunk ``c``, ``stats[c]``: games, ended, longest cards, its tricks, its
     index; per position ``i`` that cycles, ``keys[i]`` its cycle's key and ``periods[i]``
-    (cards, tricks); other positions get period (0, 0)."""
+    (cards, tricks); other positions get period (0, 0).
+
+    Parameters
+    ----------
+    source : 0 random, 1 every
+    seed : the random positions' stream
+    deck, counts : the deck's classes (or a block's prefix) and its other cards' counts
+    first, n : the positions played
+    work : ``core.new_work``'s (states, progress), a row per chunk
+    results : scratch result records, one per chunk
+    keys, periods : each position's cycle key and period, written
+    stats : each chunk's figures, written
+    """
     states, progress = work
     n_chunks = states.shape[0]
     for c in prange(n_chunks):
@@ -149,11 +89,6 @@ def census_range(source, seed, deck, counts, first, n, work, results, keys, peri
 
 
 # ------------------------------------------------------------------------ Python side
-
-
-def key_text(key) -> str:
-    """A key's bytes as text: the cycle's least position, leader first, in compact notation."""
-    return "".join(KEY_SYMBOLS[int(b)] for b in key)
 
 
 @dataclass
@@ -259,7 +194,23 @@ def census(
     is refused at once: ``files.InUse``), written every half minute while it runs, when it is
     interrupted, and at the end. An existing file is only continued, with ``resume=True``:
     an unfinished census run with the same settings (and ``seed``: by default the file's)
-    goes on from where it stopped; the census of the rest added to it is the whole."""
+    goes on from where it stopped; the census of the rest added to it is the whole.
+
+    Parameters
+    ----------
+    n_players : hands of each position
+    source : ``"random"`` or ``"every"``
+    deck : the deck in compact notation
+    first, n : the positions counted (``n`` None: every deal of ``deck``)
+    seed : the random positions' seed (None: 0, or the resumed file's)
+    threads : this machine's threads (None: all)
+    progress : ``progress(done, n)`` after each call, or None
+    partial : ``partial(census so far, done)`` after each call, or None
+    backend : ``"local"``, ``"ray"`` or ``"cuda"``
+    address : the Ray cluster's (None: a local Ray)
+    out : the census's JSON file, or None
+    resume : continue the unfinished census in ``out``
+    """
     n_players = checks.n_players(n_players)
     source = checks.choice("source", source, SOURCES)
     counts = deals.deck_counts(deck)
@@ -380,7 +331,7 @@ def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend
         elif backend == "cuda":
             from . import gpu_census
 
-            gpu_census.play(sys.modules[__name__], job, counts, first, n, merged)  # its functions, on the GPU
+            gpu_census.play(job, counts, first, n, lambda m, *figures: merged(_part(m, *figures), m))
         else:
             _census_here(job, counts, first, n, threads, merged)
     except BaseException:
@@ -452,12 +403,22 @@ def _census_call(source, seed, deck_classes, counts, lo, m, work, results, n_car
     stats = np.zeros((work[0].shape[0], 5), np.int64)
     stats[:, 4] = -1
     census_range(source, seed, deck_classes, counts, lo, m, work, results, keys, periods, stats)
-    part = Census(games=int(stats[:, 0].sum()), ended=int(stats[:, 1].sum()))
-    for row in stats:
-        part.add(Census(longest_cards=int(row[2]), longest_tricks=int(row[3]), longest_index=int(row[4])))
-    for i in np.flatnonzero(periods[:, 1]):
-        text = key_text(keys[i])
-        cycle = part.cycles.setdefault(text, Cycle(text, int(periods[i, 0]), int(periods[i, 1])))
+    cycled = np.flatnonzero(periods[:, 1])
+    return _part(int(stats[:, 0].sum()), stats[:, 1].sum(), stats[:, 2:], keys[cycled], periods[cycled])
+
+
+def _part(m, ended, longest, keys, periods):
+    """The census of ``m`` positions from what compiled code counted, the CPU's or the GPU's:
+    ``ended`` games that ended, ``longest`` rows (cards, tricks, index of the position; -1:
+    none) of its chunks or blocks, and the ``keys`` and ``periods`` (cards, tricks) of the
+    games that never end."""
+    part = Census(games=m, ended=int(ended))
+    for cards, tricks, index in longest:
+        if index >= 0:
+            part.add(Census(longest_cards=int(cards), longest_tricks=int(tricks), longest_index=int(index)))
+    for key, (cards, tricks) in zip(keys, periods):
+        text = key_text(key)
+        cycle = part.cycles.setdefault(text, Cycle(text, int(cards), int(tricks)))
         cycle.reached += 1
     return part
 

@@ -1,7 +1,7 @@
 """The census on a GPU (``census.census(..., backend="cuda")``), beside the CPU's census:
-the same positions played by the same code, :mod:`~beggar_env.cycles.census`'s own
-functions compiled for the GPU (:func:`beggar_env.gpu.kernels.twins_of`), and reduced on
-the device, so that nothing per game crosses to the host.
+the same positions played by the same code, the compiled steps of
+:mod:`~beggar_env.cycles.cycle_keys` compiled for the GPU (:func:`beggar_env.gpu.kernels.twins_of`),
+and reduced on the device, so that nothing per game crosses to the host.
 
 One thread plays a position at a time, to its end or its first repeat: it places the
 position (a random one from its key, or deal ``index`` of the deck, unranked on the
@@ -22,8 +22,8 @@ hands packed in registers; it takes positions from a block's counter in shared m
 a persistent kernel's global one. Simpler, the same code as the CPU's, and unmeasured: no
 GPU was lent to this project.
 
-Imported only once :func:`beggar_env.gpu.require_cuda` found numba-cuda and a GPU (or the
-simulator): importing ``numba.cuda`` needs them.
+Imported by the census only once :func:`beggar_env.gpu.require_cuda` found numba-cuda and
+a GPU (or the simulator): importing ``numba.cuda`` needs them.
 """
 
 import functools
@@ -34,7 +34,7 @@ from numba import cuda  # a global, which the simulator swaps for its own in a r
 
 from .. import core, gpu
 from ..gpu import kernels
-from . import positions
+from . import cycle_keys, positions
 
 LAUNCH_POSITIONS = 1 << 26  # positions per launch (about a second of an H200 at 10^8 a second)
 SIMULATOR_LAUNCH = 1 << 9  # the simulator plays a block's threads as Python threads: slowly
@@ -45,15 +45,14 @@ CENSUS_FUNCTIONS = ("write_key", "_less", "cycle_key", "play_to_cycle", "place")
 
 
 @functools.cache
-def census_kernel(census, n_players, n_cards, threads):
+def census_kernel(n_players, n_cards, threads):
     """The kernel of a launch: ``kernel[blocks, threads](source, seed, deck, fixed,
     counts, first, n, stats, keys, periods, n_cycles)`` plays positions ``first .. first +
-    n - 1`` (as :func:`census.place` places them); ``stats[b]``: block ``b``'s games that
+    n - 1`` (as :func:`cycle_keys.place` places them); ``stats[b]``: block ``b``'s games that
     ended, and its longest (cards, tricks, index from ``first``, -1 for none); each game
     that never ends adds its key and period (cards, tricks) at ``n_cycles[0]`` (counted
-    beyond the buffer's room, written within it). ``census``: the census module (handed
-    over by it: this module imports nothing that imports it)."""
-    twins = kernels.twins_of(census, CENSUS_FUNCTIONS, (("positions", positions, POSITIONS_FUNCTIONS),))
+    beyond the buffer's room, written within it)."""
+    twins = kernels.twins_of(cycle_keys, CENSUS_FUNCTIONS, (("positions", positions, POSITIONS_FUNCTIONS),))
     place, play_to_cycle, cycle_key = twins["place"], twins["play_to_cycle"], twins["cycle_key"]
     state_type, result_type, progress_type = kernels.record_types(n_players, core.capacity_for(n_cards))
     key_length, n_classes = n_cards + n_players - 1, core.N_CLASSES  # constants of the kernel
@@ -112,13 +111,15 @@ def launch_size():
     return SIMULATOR_LAUNCH if gpu.simulated() else LAUNCH_POSITIONS
 
 
-def play(census, job, counts, first, n, merged):
-    """``job``'s positions ``first .. first + n - 1`` (a ``census._RangeJob``'s settings)
-    on the GPU, in launches; ``merged(part, m)`` after each, with the ``census.Census`` of
-    its ``m`` positions. ``census``: the census module, which calls this."""
+def play(job, counts, first, n, merged):
+    """A census job's positions ``first .. first + n - 1`` (its ``n_players``, ``source`` and
+    ``seed``) on the GPU, in launches; ``merged(m, ended, longest, keys, periods)`` after
+    each, with what its ``m`` positions gave: the games that ended, each block's longest
+    game (cards, tricks, index of its position; -1: none), and the key and period (cards,
+    tricks) of each game that never ends."""
     deck_classes = np.repeat(np.arange(core.N_CLASSES, dtype=np.int8), counts)
     n_cards, threads = len(deck_classes), gpu.threads_per_block()
-    kernel = census_kernel(census, job.n_players, n_cards, threads)
+    kernel = census_kernel(job.n_players, n_cards, threads)
     if job.source == "random":
         ranges = [(0, deck_classes, len(deck_classes), counts, first, n, 0)]
     else:
@@ -130,35 +131,24 @@ def play(census, job, counts, first, n, merged):
         deck, rest = cuda.to_device(np.ascontiguousarray(deck, np.int8)), cuda.to_device(np.asarray(rest, np.int64))
         for lo in range(local, local + size, launch_size()):
             m = min(launch_size(), local + size - lo)
-            part = _launch(
-                census, kernel, threads, source, job.seed, deck, fixed, rest, lo, m, n_cards + job.n_players - 1
-            )
-            if part.longest_index >= 0:
-                part.longest_index += offset
-            merged(part, m)
+            settings = (np.int8(source), np.uint64(job.seed), deck, np.int64(fixed), rest, np.int64(lo), np.int64(m))
+            stats, cycle_keys, periods = _launch(kernel, threads, settings, n_cards + job.n_players - 1)
+            longest = stats[:, STAT_CARDS:]
+            longest[:, 2] = np.where(longest[:, 2] >= 0, lo + offset + longest[:, 2], -1)
+            merged(m, stats[:, STAT_ENDED].sum(), longest, cycle_keys, periods)
 
 
-def _launch(census, kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length, room=CYCLE_ROOM):
+def _launch(kernel, threads, settings, key_length, room=CYCLE_ROOM):
+    """One launch of the positions of ``settings`` (the kernel's first arguments): the
+    blocks' rows, and the keys and periods of the games that never end."""
+    m = int(settings[-1])
     blocks = gpu.blocks_for(m, 4 * threads)
     stats = cuda.device_array((blocks, 4), np.int64)
     keys = cuda.device_array((room, key_length), np.int8)
     periods = cuda.device_array((room, 2), np.int64)
     n_cycles = cuda.to_device(np.zeros(1, np.int64))
-    settings = (np.int8(source), np.uint64(seed), deck, np.int64(fixed), rest, np.int64(lo), np.int64(m))
     kernel[blocks, threads](*settings, stats, keys, periods, n_cycles)
     reached = int(n_cycles.copy_to_host()[0])
     if reached > room:  # rare: the same positions again, with room for every key
-        return _launch(census, kernel, threads, source, seed, deck, fixed, rest, lo, m, key_length, reached)
-    stats = stats.copy_to_host()
-    part = census.Census(games=m, ended=int(stats[:, STAT_ENDED].sum()))
-    for row in stats[stats[:, STAT_INDEX] >= 0]:
-        index = lo + int(row[STAT_INDEX])
-        part.add(
-            census.Census(longest_cards=int(row[STAT_CARDS]), longest_tricks=int(row[STAT_TRICKS]), longest_index=index)
-        )
-    keys, periods = keys.copy_to_host()[:reached], periods.copy_to_host()[:reached]
-    for key, (cards, tricks) in zip(keys, periods):
-        text = census.key_text(key)
-        cycle = part.cycles.setdefault(text, census.Cycle(text, int(cards), int(tricks)))
-        cycle.reached += 1
-    return part
+        return _launch(kernel, threads, settings, key_length, reached)
+    return stats.copy_to_host(), keys.copy_to_host()[:reached], periods.copy_to_host()[:reached]

@@ -28,7 +28,7 @@ from numba import prange
 
 from .. import checks, core, deals, files
 from ..jit import jit, parallel
-from . import census, records
+from . import census, cycle_keys, records
 
 CHANGES = ("insert", "move", "delete", "pairs")  # a card put in, moved, taken out; two cards put in
 INSERT, MOVE, DELETE, PAIRS = range(4)
@@ -43,7 +43,7 @@ def unpack_key(key, cards, sizes):
     sizes[:] = 0
     n, p = 0, 0
     for b in key:
-        if b == census.SEPARATOR:
+        if b == cycle_keys.SEPARATOR:
             p += 1
         else:
             cards[n] = b
@@ -58,13 +58,13 @@ def _try(grown, i, game, out, scratch):
     cards, sizes, s, start, probe, f, r = game
     out_keys, out_periods, counts = out
     unpack_key(grown, cards, sizes)
-    if not census.play_to_cycle(s, cards, sizes, start, probe, f, r):
+    if not cycle_keys.play_to_cycle(s, cards, sizes, start, probe, f, r):
         return
     k = counts[i]
     if k < out_keys.shape[1]:
         out_periods[i, k, 0] = r.cycle_cards
         out_periods[i, k, 1] = r.cycle_tricks
-        census.cycle_key(s, r.cycle_tricks, out_keys[i, k], scratch)
+        cycle_keys.cycle_key(s, r.cycle_tricks, out_keys[i, k], scratch)
     counts[i] = k + 1
 
 
@@ -103,7 +103,7 @@ def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_
     length = keys.shape[1]
     n_players = 1
     for b in keys[0]:
-        n_players += b == census.SEPARATOR
+        n_players += b == cycle_keys.SEPARATOR
     grown_length = length + GROWTH[mode]
     for i in prange(keys.shape[0]):
         s, start, probe = states[i, 0], states[i, 1], states[i, 2]
@@ -121,7 +121,7 @@ def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_
             core.init_state(walker, cards, sizes, core.NO_LIMIT, core.NO_LIMIT)
             counts[i] = 0
         for _ in range(begin, min(end, periods[i])):
-            census.write_key(walker, position)
+            cycle_keys.write_key(walker, position)
             if mode == INSERT:
                 for at in range(length + 1):
                     for c in range(core.N_CLASSES):
@@ -143,7 +143,7 @@ def grow_level(keys, periods, room, mode, walkers, work, results, out_keys, out_
             else:
                 for d in range(length):
                     c = position[d]
-                    if c == census.SEPARATOR or (d > 0 and position[d - 1] == c):  # else: one place earlier
+                    if c == cycle_keys.SEPARATOR or (d > 0 and position[d - 1] == c):  # else: one place earlier
                         continue
                     base[:d] = position[:d]
                     base[d : length - 1] = position[d + 1 :]
@@ -183,7 +183,7 @@ class Level:
 
 def key_bytes(key: str) -> np.ndarray:
     """A key's text as its bytes (compact symbols, ``/`` between hands)."""
-    return np.array([census.KEY_SYMBOLS.index(symbol) for symbol in key], np.int8)
+    return np.array([cycle_keys.KEY_SYMBOLS.index(symbol) for symbol in key], np.int8)
 
 
 def deck_of(key: str) -> np.ndarray:
@@ -273,7 +273,7 @@ def _grow_call(cycles, n_players, target, capacity, mode=INSERT, slack=None, thr
     found = {}
     for i in range(rows):
         for k in range(counts[i]):
-            text = census.key_text(out_keys[i, k])
+            text = cycle_keys.key_text(out_keys[i, k])
             cycle = found.setdefault(text, census.Cycle(text, int(out_periods[i, k, 0]), int(out_periods[i, k, 1])))
             cycle.reached += 1
     return found, int(periods.sum())

@@ -1,5 +1,8 @@
-"""Playing positions out from what is on the table: the compiled core of the Bayes
-forecaster (unseen cards dealt at random, many times) and of the oracle (every hand known).
+"""Playing positions out from what is on the table: the core of the Bayes forecaster
+(unseen cards dealt at random, many times) and of the oracle (every hand known): what the
+compiled rollouts may be given, checked, and :func:`play_out` on this machine's cores or
+on a GPU (:mod:`~beggar_env.forecasting.gpu_rollouts`), both playing the compiled steps of
+:mod:`~beggar_env.forecasting.rollout_steps`.
 
 A position is a decision point as ``Beggar-v0`` shows it: the public fields, and each hand
 from the top as ``known`` gives it (a class, or ``UNKNOWN`` for a dealt card not yet seen,
@@ -13,17 +16,15 @@ uniform over the arrangements of the unseen cards in the unknown places (see
 ``docs/forecasting.md``), so the outcome frequencies converge to the Bayes posterior.
 """
 
-import sys
 from collections.abc import Mapping
 
 import numpy as np
 from numba import prange
 
 from .. import checks, core, gpu, task
-from ..core import Outcome
 from ..jit import jit, parallel
+from .rollout_steps import EMPTY, UNKNOWN, roll_position
 
-UNKNOWN, EMPTY = -2, -1
 POSITIONS_PER_CALL = 64  # positions per chunk and compiled call: Ctrl-C and progress between calls
 
 
@@ -190,7 +191,7 @@ def table_arrays(obs, hands_field, n_players=None):
     )
 
 
-BACKENDS = ("local", "cuda")  # where rollouts run: this machine's cores, or a GPU (beggar_env.gpu)
+BACKENDS = ("local", "cuda")  # where rollouts run: this machine's cores, or a GPU (gpu_rollouts)
 
 
 def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, backend="local", n_players=None):
@@ -199,10 +200,25 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, 
     A position with unseen cards of at least two classes is played ``k`` times, each with
     a fresh random arrangement; one with fewer is fixed by what is seen and played once.
     ``backend="cuda"`` plays them on a GPU, one position per thread, with the same counts.
+
+    Parameters
+    ----------
+    obs : a batch of observations, a dict of fields (a leading axis of positions)
+    hands_field : ``"known"`` (counted, with unseen cards) or ``"hands"`` (full)
+    k : rollouts of a position with unseen cards of two classes or more
+    seed : the rollouts' stream (0 .. 2**64 - 1)
+    max_cards : the game's agreed limit (``core.NO_LIMIT``: none)
+    threads : this machine's threads (None: all); refused with ``"cuda"``
+    progress : ``progress(done, n)`` between calls, or None
+    backend : ``"local"`` or ``"cuda"``
+    n_players : the seats the positions must have (None: any)
     """
     arrays = table_arrays(obs, hands_field, n_players)
     if backend == "cuda":
-        return gpu.play_out(sys.modules[__name__], arrays, k, seed, max_cards, progress)  # roll_position here
+        gpu.require_cuda()  # one line naming what is missing, before numba.cuda is imported
+        from . import gpu_rollouts
+
+        return gpu_rollouts.play_out(arrays, k, seed, max_cards, progress)
     n, n_players = arrays[0].shape[:2]
     counts = np.zeros((n, n_players + 1), np.int64)
     rollouts = np.zeros(n, np.int64)
@@ -230,80 +246,6 @@ def play_out(obs, hands_field, k, seed, max_cards, threads=None, progress=None, 
             if progress is not None:
                 progress(hi, n)
     return counts, rollouts, int(played.sum())
-
-
-@jit
-def set_position(s, hands, bag, pile, pile_size, table, alive, counters, max_cards):
-    """State ``s`` at a position (a row of :func:`table_arrays`), the unknown places filled
-    from ``bag`` in order; ``taken`` set so that the state counts the cards still unseen as
-    the counted view counts them (each hand's dealt cards not yet played come first)."""
-    n_players = s.held.shape[0]
-    next_card = 0
-    n_cards = 0
-    for p in range(n_players):
-        held = 0
-        hidden = 0
-        for t in range(hands.shape[1]):
-            card = hands[p, t]
-            if card == EMPTY:
-                break
-            if card == UNKNOWN:
-                card = bag[next_card]
-                next_card += 1
-                hidden += 1
-            s.hands[p, t] = card
-            held += 1
-        s.head[p] = 0
-        s.held[p] = held
-        s.taken[p] = held - hidden
-        s.alive[p] = alive[p]
-        n_cards += held
-    for t in range(pile_size):
-        s.pile[t] = pile[t]
-    s.pile_len = pile_size
-    s.n_cards = n_cards + pile_size
-    s.n_alive = 0
-    for p in range(n_players):
-        s.n_alive += alive[p]
-    s.turn, s.owed, s.court = table[0], table[1], table[2]
-    s.cards, s.tricks = counters[0], counters[1]
-    s.max_cards = max_cards
-    s.max_tricks = core.NO_LIMIT
-    s.status = Outcome.RUNNING
-    s.winner = core.NO_SEAT
-    for p in range(n_players):
-        if s.held[p] == s.n_cards:  # over already: one hand holds every card
-            s.status = Outcome.WIN
-            s.winner = p
-
-
-@jit
-def roll_position(i, positions, max_cards, k, seed, first, counts, rollouts, bag, states, f, r):
-    """Play position ``i`` of ``positions`` (the arrays of :func:`table_arrays`) into
-    ``counts[i]`` and ``rollouts[i]`` (``states``: three scratch states, ``bag`` room for a
-    deck); return the cards they played. The CPU and the GPU (beggar_env.gpu.kernels,
-    compiled from this source) both play this."""
-    hands, unseen, pile, pile_size, table, alive, counters = positions
-    n_hidden = 0
-    classes = 0
-    for card in range(core.N_CLASSES):
-        classes += unseen[i, card] > 0
-        for _ in range(unseen[i, card]):
-            bag[n_hidden] = card
-            n_hidden += 1
-    runs = k if classes >= 2 else 1  # one class: a single arrangement
-    key = core.derive_key(seed, first + i)
-    played = 0
-    s = states[0]
-    for j in range(runs):
-        if runs > 1:
-            core.shuffle(core.derive_key(key, j), bag, n_hidden)
-        set_position(s, hands[i], bag, pile[i], pile_size[i], table[i], alive[i], counters[i], max_cards)
-        core.finish_now(s, True, r, states[1], states[2], f)
-        counts[i, core.outcome_label(r.winner, s.held.shape[0])] += 1
-        played += r.cards - counters[i, 0]
-    rollouts[i] = runs
-    return played
 
 
 @jit(parallel=True)

@@ -2,10 +2,12 @@
 
 * :mod:`~beggar_env.search.searchers`: the compiled searchers (random and local search)
   and the jobs that run a range of their work units;
+* :mod:`~beggar_env.search.gpu_searchers`: the same searchers on a GPU
+  (``backend="cuda"``), over searchers' own steps;
 * :mod:`~beggar_env.search.finds`: what a search keeps: the deals found, the top lists and
   the JSON-lines results file;
 * :mod:`~beggar_env.search.driver`: :func:`search`, which runs a search here or on Ray,
-  saves and resumes it.
+  on a GPU, saves and resumes it.
 
 ``docs/search.md`` describes the strategies and the published runs.
 """

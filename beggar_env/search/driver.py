@@ -305,9 +305,11 @@ class _Driver:
             self.merge(self.plan.job.run(lo, hi, thresholds, threads=self.threads, progress=self.on_partial))
 
     def run_cuda(self):
+        from . import gpu_searchers  # numba.cuda: imported once require_cuda found a GPU
+
         self.started = time.perf_counter()
         for lo, hi, thresholds in self.tasks():
-            self.merge(self.plan.job.run_cuda(lo, hi, thresholds, progress=self.on_partial))
+            self.merge(gpu_searchers.run(self.plan.job, lo, hi, thresholds, progress=self.on_partial))
 
     def run_ray(self):
         from ..distributed import Workers
@@ -380,9 +382,28 @@ def search(
     (and ``seed``, by default the latest such run's) goes on from where it stopped, a new
     run adds its finds to the file's lists. ``backend="ray"`` runs the search on Ray
     workers, one per CPU, on a local Ray or the cluster at ``address``; ``backend="cuda"``
-    on an NVIDIA GPU (:mod:`beggar_env.gpu`), with the same finds;
+    on an NVIDIA GPU (:mod:`~beggar_env.search.gpu_searchers`), with the same finds;
     ``threads`` (local backend, None: all cores). ``progress(status)`` is called a few times a second with
     a :class:`SearchStatus`. Returns a :class:`SearchReport`.
+
+    Parameters
+    ----------
+    players : hands of each deal (2 to 4)
+    objective : what ``local`` walks climb: ``"cards"``, ``"tricks"`` or ``"cycle"``
+    strategy : ``"random"`` or ``"local"``
+    deals : the deal budget (None: none)
+    minutes : the time budget (None: none)
+    seed : the search's seed (None: a fresh one, or the resumed run's)
+    starts : start deals of the ``local`` walks, in turn
+    top : the deals kept per objective
+    out : the JSON-lines results file, or None
+    resume : continue the run in ``out``
+    threads : this machine's threads (local backend; None: all)
+    backend : ``"local"``, ``"ray"`` or ``"cuda"``
+    address : the Ray cluster's (None: a local Ray)
+    walk_steps : the games of a ``local`` walk
+    temperature : annealing's starting temperature (0: hill climbing)
+    progress : ``progress(status)`` a few times a second, or None
     """
     players, objective, strategy, deals, minutes, starts, top, backend, walk_steps, temperature = _check_arguments(
         players, objective, strategy, deals, minutes, starts, top, backend, threads, walk_steps, temperature

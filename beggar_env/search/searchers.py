@@ -25,14 +25,13 @@ the top K of its ranges, whatever the ranges.
 """
 
 import math
-import sys
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 from numba import prange
 
-from .. import core, gpu
+from .. import core
 from ..core import NO_LIMIT, Outcome, Phase, deal_deck, derive_key, mix64
 from ..deals import Deal, parse_deal
 from ..game import CHUNKS_PER_THREAD
@@ -57,7 +56,6 @@ assert OBJECTIVES == tuple(objective.name.lower() for objective in Objective)
 NOT_ELIGIBLE = -1  # the score of a game that has no place in an objective's list
 CYCLE_BONUS = 1 << 40  # `local` with objective "cycle": any cycle beats every game that ends
 FOUND_PER_CHUNK = 64  # candidates a chunk may keep per compiled call
-FIRST_CUDA_LAUNCH = 1 << 14  # random search on a GPU: games of a launch while the lists are not full
 _WALK_SALT = np.uint64(0x5EA4C4A11E5)  # a walk's moves use a stream apart from its start deal's
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53: the top 53 bits of a uint64 as a float in [0, 1)
@@ -92,7 +90,7 @@ WALKER_DTYPE = np.dtype(
 
 
 # Scores, deals and the walks' steps are functions of numbers and arrays (no records), so
-# that the GPU's kernels (beggar_env.gpu.kernels) compile these same functions from source.
+# that the GPU's kernels (beggar_env.search.gpu_searchers) compile these same functions from source.
 
 
 @jit
@@ -177,7 +175,16 @@ def propose(rng, deal, n_cards):
 def accepts(rng, fit, current, temperature, step, length):
     """Whether game ``step`` of a walk of ``length``, of fitness ``fit``, replaces the
     deal of fitness ``current``: no worse, or (annealing) a draw below ``exp(gain / T)``;
-    (counter, verdict)."""
+    (counter, verdict).
+
+    Parameters
+    ----------
+    rng : the walk's counter
+    fit : the new deal's fitness
+    current : the fitness of the deal the walk stands on
+    temperature : the walk's starting temperature
+    step, length : the game's place in the walk, and the walk's games
+    """
     if fit >= current:
         return rng, True
     cooled = temperature * (1.0 - step / length)
@@ -190,7 +197,15 @@ def accepts(rng, fit, current, temperature, step, length):
 @jit
 def start_walk(seed, u, n_starts, starts, start_sizes, deal, sizes, deck):
     """Walk ``u``'s start deal into ``deal`` and ``sizes``: start deal ``u % n_starts``, or
-    a shuffled deck; (its counter, its cards)."""
+    a shuffled deck; (its counter, its cards).
+
+    Parameters
+    ----------
+    seed, u : the search's seed and the walk's unit
+    n_starts, starts, start_sizes : the start deals (classes, hand sizes), if any
+    deal, sizes : the walk's deal, written
+    deck : a deck's room
+    """
     key = derive_key(seed, u)
     if n_starts > 0:
         k = u % n_starts
@@ -301,25 +316,6 @@ def _search(
 
 
 search_serial, search_parallel = serial_and_parallel(_search)
-
-
-def candidates(rows, thresholds, top):
-    """The games of GPU result rows (:func:`beggar_env.gpu.play_rows`) that may enter a top
-    list: per objective, the ``top`` best (higher score, then earlier game) of those that
-    reach its threshold (as :func:`score` and :func:`is_candidate`); their row numbers."""
-    outcome, cards, tricks = rows[:, 0], rows[:, 2], rows[:, 3]
-    won = outcome == Outcome.WIN
-    scores = (
-        np.where(won, cards, NOT_ELIGIBLE),
-        np.where(won, tricks, NOT_ELIGIBLE),
-        np.where(outcome == Outcome.CYCLE, cards, NOT_ELIGIBLE),
-    )
-    picked = set()
-    for objective, points in enumerate(scores):
-        eligible = np.flatnonzero((points != NOT_ELIGIBLE) & (points >= thresholds[objective]))
-        order = np.lexsort((eligible, -points[eligible]))  # the higher score, then the earlier game
-        picked.update(eligible[order[:top]].tolist())
-    return sorted(picked)
 
 
 # ------------------------------------------------------------------ the job
@@ -455,71 +451,12 @@ class SearchJob:
             )
             for c in range(n_chunks):
                 for k in range(n_found[c]):
-                    found.add(self._find(found_index[c, k], found_results[c, k], found_deals[c, k], found_sizes[c, k]))
+                    found.add(self.find(found_index[c, k], found_results[c, k], found_deals[c, k], found_sizes[c, k]))
             n_found[:] = 0
             thresholds = np.maximum(floor, found.thresholds())
             if progress is not None:
                 progress(self._games_done(lo, n_units, chunk_progress, walkers))
         return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
-
-    def run_cuda(self, lo, hi, thresholds, progress=None) -> RangeFinds:
-        """:meth:`run` on the GPU (:mod:`beggar_env.gpu`): the same finds. ``random``: the
-        GPU plays every game of the range and sends back only those that may enter a list
-        (:func:`is_candidate` against the thresholds, on the device: a first small launch
-        fills the lists, so that later ones send a handful); ``local``: one walk a GPU
-        thread (:class:`gpu.Walks`)."""
-        found = TopLists(self.top)
-        floor = np.asarray(thresholds, np.int64)
-        if self.strategy == "local":
-            self._walks_cuda(lo, hi, floor, found, progress)
-            return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
-        end, a = lo + self.games_in(lo, hi), lo
-        while a < end:
-            thresholds = np.maximum(floor, found.thresholds())
-            b = min(a + (gpu.LAUNCH_GAMES if thresholds[:2].all() else FIRST_CUDA_LAUNCH), end)
-            played, rows = gpu.candidate_rows(sys.modules[__name__], self.seed, a, b - a, self.n_players, thresholds)
-            for k in candidates(rows, thresholds, self.top):
-                deck = np.zeros((1, core.DECK_SIZE), np.int64)
-                core.shuffled_decks(np.uint64(self.seed), a + played[k], deck)
-                classes = np.zeros(core.DECK_SIZE, np.int8)
-                sizes = np.zeros(self.n_players, np.int32)
-                deal_deck(deck[0], classes, sizes)
-                found.add(self._row_find(a + int(played[k]), rows[k], classes, sizes))
-            if progress is not None:
-                progress(b - lo)
-            a = b
-        return RangeFinds(lo, hi, self.games_in(lo, hi), found.finds())
-
-    def _walks_cuda(self, lo, hi, floor, found, progress):
-        start_cards, start_sizes = pack_starts(self.starts, self.n_players)
-        objective = OBJECTIVES.index(self.objective)
-        before = 0  # games of the earlier launches' walks
-        for a in range(lo, hi, gpu.LAUNCH_WALKS):
-            b = min(a + gpu.LAUNCH_WALKS, hi)
-            walks = gpu.Walks(
-                sys.modules[__name__],  # these steps, compiled for the GPU
-                self.n_players,
-                start_cards,
-                start_sizes,
-                objective,
-                self.seed,
-                a,
-                b - a,
-                self.unit_games,
-                self.end_game,
-                self.temperature,
-            )
-            while not walks.done:
-                for index, row, classes, sizes in walks.launch(np.maximum(floor, found.thresholds())):
-                    found.add(self._row_find(index, row, classes, sizes))
-                if progress is not None:
-                    progress(before + walks.played)
-            before += walks.played
-
-    def _row_find(self, index, row, classes, sizes):
-        record = core.new_results(1, self.n_players)
-        gpu.rows_to_records(row[None], record)
-        return self._find(index, record[0], classes, sizes)
 
     def _games_done(self, lo, n_units, chunk_progress, walkers):
         n_chunks = len(walkers)
@@ -530,7 +467,9 @@ class SearchJob:
             games += self.games_in(lo + first, lo + first + done) + int(walkers["step"][c])
         return games
 
-    def _find(self, index, record, classes, sizes):
+    def find(self, index, record, classes, sizes):
+        """Game ``index``'s :class:`~beggar_env.search.finds.Find`, from its result record,
+        its deal's classes and hand sizes (this machine's or the GPU's)."""
         hands, start = [], 0
         for size in sizes:
             hands.append(classes[start : start + size].tolist())
