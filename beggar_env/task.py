@@ -1,11 +1,13 @@
 """The forecasting task, shared by the single env, the vector env and the datasets: the
-options (:class:`EnvConfig`), the observation layout, the scoring of forecasts, the
-end-of-episode info, and the compiled reset and step kernels.
+options (:class:`EnvConfig`), the observation layout, the scoring of forecasts, and the
+compiled reset and step kernels.
 
 Every kernel works on a batch of games (the single env is a batch of one) and drives the
 rules through :mod:`beggar_env.core` only. An observation is one flat int32 row; the
-Gymnasium ``Dict`` observation is a set of views of that row (see :class:`Layout`).
-Nothing here imports Gymnasium until a space is asked for.
+Gymnasium ``Dict`` observation is a set of views of that row (see :class:`Layout`). The
+Gymnasium pieces (the spaces, the checks of actions and deals, the infos) are the envs'
+(:mod:`beggar_env.envs.spaces`, :mod:`beggar_env.envs.infos`): nothing here imports
+Gymnasium.
 """
 
 import itertools
@@ -18,7 +20,6 @@ from numba import prange
 
 from . import checks, core
 from .core import Card, Outcome
-from .deals import parse_deal
 from .jit import jit, serial_and_parallel
 
 PILE_SLOTS = 52  # env deals hold at most 52 cards
@@ -106,8 +107,9 @@ class Layout:
 
     The fields lie in :class:`Field` order, sorted by name as Gymnasium's ``Dict`` space
     sorts its keys: a row equals ``gymnasium.spaces.flatten(space, obs)`` of its ``Dict``
-    observation, and :attr:`columns` names its slots. ``offsets[field]`` is where one starts
-    in the row (-1: not in this layout).
+    observation (:func:`beggar_env.envs.spaces.observation_space`), and :attr:`columns`
+    names its slots. ``offsets[field]`` is where one starts in the row (-1: not in this
+    layout).
     """
 
     def __init__(self, n_players, observation="public"):
@@ -147,17 +149,6 @@ class Layout:
         ]
         self._matrices = [name for name, (_, shape) in self.slices.items() if len(shape) > 1]
 
-    def space(self, batch_shape=()):
-        """The Gymnasium ``Dict`` space of these observations."""
-        from gymnasium import spaces
-
-        return spaces.Dict(  # plain ints: Gymnasium before 1.3 refuses an IntEnum (Card.ACE) as a bound
-            {
-                name: spaces.Box(int(low), int(high), batch_shape + shape, np.int32)
-                for name, shape, low, high in self.fields
-            }
-        )
-
     def split(self, rows):
         """The fields of flat rows (shape ``(..., size)``) as a dict of views."""
         lead = rows.shape[:-1]
@@ -183,7 +174,19 @@ SETTINGS_DTYPE = np.dtype(
 
 
 class EnvConfig:
-    """The options of ``Beggar-v0``, its vector env and the datasets, checked once."""
+    """The options of ``Beggar-v0``, its vector env and the datasets, checked once.
+
+    Parameters
+    ----------
+    n_players : seats at the table (2 to 4)
+    step_unit : ``"card"`` or ``"trick"``
+    observation : ``"public"``, ``"counted"`` or ``"full"``
+    forecast : ``"label"`` or ``"probs"``
+    reward : ``"accuracy"``, ``"brier"`` or ``"log"``
+    max_cards : the agreed limit (None: none)
+    render_mode : the render mode asked for, or None
+    render_modes : the render modes the env offers
+    """
 
     def __init__(
         self,
@@ -217,109 +220,6 @@ class EnvConfig:
         settings["observation"] = self.layout.observation
         settings["max_cards"] = self.max_cards
         return settings.view(np.recarray) if numba.config.DISABLE_JIT else settings
-
-    def action_space(self):
-        from gymnasium import spaces
-
-        if self.forecast == "label":
-            return spaces.Discrete(self.n_outcomes)
-        return spaces.Box(0.0, 1.0, (self.n_outcomes,), np.float32)
-
-    def check_deal(self, deal, name="options['deal']"):
-        """``deal`` parsed, for these envs; errors name it ``name`` (where the caller gave it)."""
-        try:
-            deal = parse_deal(deal)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"{name}: {error}") from None
-        if deal.n_players != self.n_players:
-            raise ValueError(f"{name}: the deal has {deal.n_players} players, the env n_players={self.n_players}")
-        if deal.n_cards > PILE_SLOTS:
-            raise ValueError(f"{name}: the deal has {deal.n_cards} cards; the env plays at most {PILE_SLOTS}")
-        return deal
-
-    def forecasts(self, actions, n_envs, name="actions"):
-        """Actions as the kernels take them: (labels, probs); labels -1 when probs are used.
-        ``ValueError`` naming ``name`` (the step's argument) for anything else."""
-        raw = np.asarray(actions) if not isinstance(actions, (str, bytes, dict)) else np.asarray(object())
-        if self.forecast == "label":
-            shapes = ((), (1,)) if n_envs == 1 else ((n_envs,),)
-            if raw.shape not in shapes or not np.issubdtype(raw.dtype, np.integer):
-                what = "an int" if n_envs == 1 else f"an array of {n_envs} ints, one per env, each"
-                raise ValueError(
-                    f"{name}: a 'label' forecast is {what} in 0..{self.n_players} (a seat, or {self.n_players} "
-                    f"for no winner), got {checks.excerpt(actions)}"
-                )
-            labels = np.ascontiguousarray(raw.reshape(n_envs), dtype=np.int64)
-            if ((raw.reshape(n_envs) < 0) | (raw.reshape(n_envs) > self.n_players)).any():
-                raise ValueError(
-                    f"{name}: a 'label' forecast is a seat 0..{self.n_players - 1} or {self.n_players} "
-                    f"(no winner), got {checks.excerpt(actions)}"
-                )
-            return labels, np.zeros((n_envs, self.n_outcomes))
-        shape = (self.n_outcomes,) if n_envs == 1 else (n_envs, self.n_outcomes)
-        if raw.dtype.kind not in "iuf":  # not '2' (a string numpy would read as a number), not True
-            raise ValueError(f"{name}: a 'probs' forecast is numbers (weights), got {checks.excerpt(actions)}")
-        if raw.shape not in (shape, (n_envs, self.n_outcomes)):
-            raise ValueError(
-                f"{name}: a 'probs' forecast has shape {shape}: one weight per seat and one for "
-                f"no winner{' in each env' if n_envs > 1 else ''}; got shape {raw.shape}"
-            )
-        probs = np.ascontiguousarray(raw, dtype=np.float64).reshape(n_envs, self.n_outcomes)  # the kernels' type
-        if not np.isfinite(probs).all() or (probs < 0).any():
-            raise ValueError(f"{name}: a 'probs' forecast must be finite and >= 0, got {checks.excerpt(actions)}")
-        with np.errstate(over="ignore"):
-            sums = probs.sum(axis=1)
-        if (sums <= 0).any():
-            raise ValueError(f"{name}: a 'probs' forecast must not be all zero")
-        if not np.isfinite(sums).all():  # [1.5e308, 1.5e308, 0] was scored as if its weights were 0
-            raise ValueError(
-                f"{name}: a 'probs' forecast's weights must add up to a finite number, got {checks.excerpt(actions)}"
-            )
-        return np.full(n_envs, -1, np.int64), probs
-
-
-# ------------------------------------------------------------------------- infos
-
-CYCLE_INFO = ("cycle_start_cards", "cycle_start_tricks", "cycle_cards", "cycle_tricks")
-
-
-def end_info(results, ended):
-    """The end-of-game info of the envs in ``ended`` (a bool mask), read from their result
-    records, batched as Gymnasium's vector envs batch infos: each key with a ``_key`` mask.
-
-    ``outcome`` ("win", "cycle", "limit"), ``winner`` (a seat, or -1 for none: an int, so
-    that it batches), ``hand_sizes`` and, for cycles, the four ``cycle_*`` figures. The
-    single env gives the same keys for its one env (see :func:`unbatched`).
-    """
-    if not ended.any():
-        return {}
-    n = len(ended)
-    outcome = np.full(n, None, object)
-    outcome[ended] = np.array(core.OUTCOMES, object)[results["outcome"][ended]]
-    infos = {"outcome": outcome, "_outcome": ended}
-    winner = np.zeros(n, np.int64)
-    winner[ended] = results["winner"][ended]
-    hand_sizes = np.zeros((n, results["hand_sizes"].shape[1]), np.int64)
-    hand_sizes[ended] = results["hand_sizes"][ended]
-    infos.update(winner=winner, _winner=ended, hand_sizes=hand_sizes, _hand_sizes=ended)
-    cycles = ended & (results["outcome"] == Outcome.CYCLE)
-    if cycles.any():
-        for name in CYCLE_INFO:
-            values = np.zeros(n, np.int64)
-            values[cycles] = results[name][cycles]
-            infos[name], infos["_" + name] = values, cycles
-    return infos
-
-
-def unbatched(infos, i=0):
-    """Env ``i``'s info from batched infos: the keys its mask marks, as Python values
-    (arrays stay arrays)."""
-    out = {}
-    for name, values in infos.items():
-        if not name.startswith("_") and infos["_" + name][i]:
-            value = values[i]
-            out[name] = value.item() if isinstance(value, np.generic) else value
-    return out
 
 
 # --------------------------------------------------------------------------- kernels
@@ -488,7 +388,16 @@ def _deal_random(states, ahead, progress, results, envs, i, settings, obs):
 
 @jit
 def reset_dealt(states, ahead, progress, results, envs, i, cards, hand_sizes, settings, obs):
-    """Deal env i an explicit deal (classes, hand after hand)."""
+    """Deal env i an explicit deal (classes, hand after hand).
+
+    Parameters
+    ----------
+    states, ahead, progress, results, envs : the batch of envs (:func:`new_envs`)
+    i : the env dealt
+    cards, hand_sizes : the deal's classes, hand after hand, and hand sizes
+    settings : :meth:`EnvConfig.settings`'s record
+    obs : the flat observation rows, env ``i``'s written
+    """
     s = settings[0]
     core.init_state(states[i], cards, hand_sizes, s.max_cards, core.NO_LIMIT)
     _prepare(states, ahead, progress, results, envs, i, s, obs)

@@ -5,6 +5,9 @@ around the compiled task kernels (:mod:`beggar_env.task`).
   docstring is the env's manual (``help(beggar_env.envs.BeggarEnv)``);
 * :mod:`~beggar_env.envs.vector`: :class:`BeggarVectorEnv`, ``gym.make_vec("Beggar-v0")``,
   every env stepped in one compiled call;
+* :mod:`~beggar_env.envs.spaces`: the observation and action spaces, and the checks of
+  what a step (the forecasts) and a reset (a deal) are given;
+* :mod:`~beggar_env.envs.infos`: what a game that ended says, batched, and one env's info;
 * :mod:`~beggar_env.envs.render`: the ``ansi`` and ``rgb_array`` pictures of a table;
 * :mod:`~beggar_env.envs.wrappers`: :class:`EveryStepInfo`, every info key at every step;
 * :mod:`~beggar_env.envs.sb3`: the vector env as a Stable-Baselines3 ``VecEnv`` (needs

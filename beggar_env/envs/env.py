@@ -6,6 +6,8 @@ import numpy as np
 from .. import checks, task
 from ..core import Outcome
 from ..jit import argument_types, bind
+from . import spaces
+from .infos import end_info, unbatched
 from .render import pillow_installed
 
 _ONE = np.ones(1, np.bool_)
@@ -143,8 +145,8 @@ class BeggarEnv(gym.Env):
         self._terminal = None  # render_mode="human": its frames' pace (render.Terminal), made at the first frame
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:  # asked for without Pillow
             self.metadata = {**self.metadata, "render_modes": [*self.metadata["render_modes"], render_mode]}
-        self.observation_space = self.config.layout.space()
-        self.action_space = self.config.action_space()
+        self.observation_space = spaces.observation_space(self.config.layout)
+        self.action_space = spaces.action_space(self.config)
         self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(1, self.config.n_players)
         self._obs = np.zeros((1, self.config.layout.size), np.int32)
         self._labels = np.zeros(1, np.int64)  # this step's forecast: a label, or -1 and probs
@@ -217,7 +219,7 @@ class BeggarEnv(gym.Env):
         if deal is None:
             task.reset_random(*arrays, _ONE, self._settings, self._obs)
         else:
-            deal = c.check_deal(deal)
+            deal = spaces.check_deal(c, deal)
             task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, self._obs)
         self._started = self._playing = True
         if self.render_mode == "human":
@@ -230,7 +232,7 @@ class BeggarEnv(gym.Env):
         if self._label_forecast and type(action) in _PLAIN_INTS and 0 <= action <= self._n_players:
             self._labels[0] = action  # the common case, kept cheap
         else:
-            self._labels[:], self._probs[:] = self.config.forecasts(action, 1, name="action")
+            self._labels[:], self._probs[:] = spaces.forecasts(self.config, action, 1, name="action")
         if self._step_kernel is None:
             self._step_kernel, self._step_types = bind(task.step, self._step_args)
         self._step_kernel(*self._step_args)
@@ -251,7 +253,7 @@ class BeggarEnv(gym.Env):
     def _info(self, over):
         info = {"cards": self._cards.item(0), "tricks": self._tricks.item(0)}
         if over:
-            info.update(task.unbatched(task.end_info(self._results, _ONE)))
+            info.update(unbatched(end_info(self._results, _ONE)))
         return info
 
     def render(self):

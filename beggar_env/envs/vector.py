@@ -9,7 +9,9 @@ from gymnasium.vector.utils import batch_space
 from .. import checks, core, task
 from ..jit import PARALLEL
 from ..task import Autoreset
+from . import spaces
 from .env import RENDER_MODES, BeggarEnv
+from .infos import end_info
 
 AUTORESET_MODES = {
     AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
@@ -96,9 +98,9 @@ class BeggarVectorEnv(VectorEnv):
             self.metadata["render_modes"] = [*self.metadata["render_modes"], render_mode]
         self._autoreset = AUTORESET_MODES[autoreset_mode]
         self._settings = self.config.settings(self._autoreset)
-        self.single_observation_space = self.config.layout.space()
-        self.observation_space = self.config.layout.space((self.num_envs,))
-        self.single_action_space = self.config.action_space()
+        self.single_observation_space = spaces.observation_space(self.config.layout)
+        self.observation_space = spaces.observation_space(self.config.layout, (self.num_envs,))
+        self.single_action_space = spaces.action_space(self.config)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(
             self.num_envs, self.config.n_players
@@ -164,7 +166,7 @@ class BeggarVectorEnv(VectorEnv):
             raise ValueError(f"options['deals'] must give one deal per env ({self.num_envs}), got {len(deals)}")
         c = self.config
         chosen = {
-            i: c.check_deal(deals[i], f"options['deals'][{i}]") for i in np.flatnonzero(mask)
+            i: spaces.check_deal(c, deals[i], f"options['deals'][{i}]") for i in np.flatnonzero(mask)
         }  # before any is dealt
         for i, deal in chosen.items():
             task.reset_dealt(*self._arrays, i, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, obs)
@@ -174,7 +176,7 @@ class BeggarVectorEnv(VectorEnv):
     def step(self, actions):
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        labels, probs = self.config.forecasts(actions, self.num_envs)
+        labels, probs = spaces.forecasts(self.config, actions, self.num_envs)
         obs = np.empty_like(self._obs) if self.copy else self._obs  # the kernel writes every row
         with PARALLEL:
             task.step_parallel(*self._arrays, labels, probs, self._settings, obs, self._final_obs, self._final_results)
@@ -197,7 +199,7 @@ class BeggarVectorEnv(VectorEnv):
             "tricks": self._states["tricks"].astype(np.int64),
             "_tricks": selected.copy(),
         }
-        infos.update(task.end_info(self._results, selected & (self._states["status"] != core.Outcome.RUNNING)))
+        infos.update(end_info(self._results, selected & (self._states["status"] != core.Outcome.RUNNING)))
         return infos
 
     def _same_step_finals(self, ended):
@@ -209,7 +211,7 @@ class BeggarVectorEnv(VectorEnv):
             "_cards": ended.copy(),
             "tricks": np.where(ended, self._final_results["tricks"], 0),
             "_tricks": ended.copy(),
-            **task.end_info(self._final_results, ended),
+            **end_info(self._final_results, ended),
         }
         return {
             "final_obs": final_obs,

@@ -3,7 +3,7 @@
 import gymnasium as gym
 import numpy as np
 
-from ..task import CYCLE_INFO
+from .infos import CYCLE_INFO
 
 
 class EveryStepInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
