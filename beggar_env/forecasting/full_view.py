@@ -74,7 +74,17 @@ class LoopedNet(nn.Module):
     class, where it lies: a seat's hand or the pile, how far from the top and from the bottom)
     and one register token (the public features), iterated ``base + ceil(per_card x h)``
     times, at most ``most``, where h is the second-largest hand (the game's horizon grows with
-    it), the input added again at each iteration (recall); the register token -> the logits."""
+    it), the input added again at each iteration (recall); the register token -> the logits.
+
+    Parameters
+    ----------
+    n_players : the seats at the table.
+    public_width : the width of the public features.
+    width : the width of a token.
+    heads : the attention heads.
+    base, per_card : the iterations: ``base + ceil(per_card x h)``.
+    most : the iterations at most.
+    """
 
     def __init__(self, n_players, public_width, width=64, heads=4, base=2, per_card=0.5, most=32):
         super().__init__()
@@ -136,7 +146,23 @@ class FullViewForecaster(Forecaster):
     ``games`` games of the stream ``data_seed``, the full view) with Adam, ``epochs`` passes
     in minibatches of ``batch``, keeping the epoch whose log loss on held-out games is lowest
     (``history``: each epoch's). Minibatches of the looped model are of positions of about
-    as many iterations (sorted within groups of ``batch x 16``)."""
+    as many iterations (sorted within groups of ``batch x 16``).
+
+    Parameters
+    ----------
+    n_players : the seats at the table.
+    net : ``"hands"`` or ``"looped"``.
+    games : the random games whose positions it trains on.
+    samples : the positions taken from each game.
+    data_seed : the seed of the training games.
+    epochs : the passes over the training positions.
+    batch : the positions of a minibatch.
+    lr : Adam's learning rate at the start (decayed along a cosine to ``lr`` / 20).
+    seed : the seed of the initial weights, the held-out games and the minibatches.
+    threads : torch's threads while it trains and forecasts (None: torch's default).
+    name : the row's name (None: the network's).
+    sizes : the network's own sizes (``hidden``; ``width``, ``heads``, ``base``, ``per_card``, ``most``).
+    """
 
     observation = "full"
     given = ()  # the observation and the outcomes alone

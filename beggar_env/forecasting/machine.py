@@ -266,13 +266,23 @@ def rolled(obs, step=None, *, cards=None, tricks=None, leaf=None, k=256, seed=0,
 
 
 class RolledStep(Forecaster):
-    """Bayes over a hand-built machine: a learned step (:class:`~beggar_env.forecasting.step_model.StepModel`, or any
-    object with ``n_players``, ``seed`` and ``table()``) rolled out by the queue machine from
-    each position to the end of its game (no engine at forecast time), over ``k`` random
-    arrangements of the unseen cards as the Bayes forecaster deals them (one where the
-    counted view determines the hands), the outcome frequencies smoothed as the Bayes
-    forecaster smooths them. What plays is the machine, written by hand; only its rule
-    table is learned (``given``)."""
+    """Bayes over a hand-built machine: a learned step
+    (:class:`~beggar_env.forecasting.step_model.StepModel`, or any object with ``n_players``,
+    ``seed`` and ``table()``) rolled out by the queue machine from each position to the end
+    of its game (no engine at forecast time), over ``k`` random arrangements of the unseen
+    cards as the Bayes forecaster deals them (one where the counted view determines the
+    hands), the outcome frequencies smoothed as the Bayes forecaster smooths them. What
+    plays is the machine, written by hand; only its rule table is learned (``given``).
+
+    Parameters
+    ----------
+    step : the learned step whose table the machine plays.
+    k : rollouts of an open position.
+    seed : the seed of the arrangements of the unseen cards.
+    alpha : the smoothing of an ended game's outcome.
+    threads : the compiled rollouts' threads (None: numba's default).
+    name : the row's name (None: the default, with ``k``).
+    """
 
     observation = "counted"
     given = ("hand-built machine",)
@@ -296,7 +306,18 @@ class Truncated(Forecaster):
     """The first ``cards`` cards or ``tricks`` tricks played by a simulator (the engine, or a
     learned step on the queue machine), then ``leaf`` at the position reached
     (:func:`rolled`): a point of the compute-accuracy curve. ``given``: the rules engine, or
-    the hand-built machine where a step plays, and whatever the leaf is given."""
+    the hand-built machine where a step plays, and whatever the leaf is given.
+
+    Parameters
+    ----------
+    leaf : the counted-view forecaster that scores the position reached.
+    step : the learned step the machine plays (None: the engine plays).
+    cards, tricks : the budget played forward (both None: to the end).
+    k : rollouts of an open position.
+    seed : the seed of the arrangements of the unseen cards.
+    threads : the compiled rollouts' threads (None: numba's default).
+    name : the point's name (None: the simulator, the budget and the leaf).
+    """
 
     observation = "counted"
     given = ("rules engine",)

@@ -68,6 +68,26 @@ class SequenceForecaster(Forecaster):
     ``"outcome"`` (the 0/1 winner) or ``"bayes"`` (the Bayes forecaster's probabilities with
     ``soft_k`` rollouts a position: distillation). ``threads`` sets torch's threads while
     it trains and forecasts (None: torch's default, one per core).
+
+    Parameters
+    ----------
+    n_players : the seats at the table.
+    observation : the level of the stream read: ``"public"`` or ``"counted"``.
+    architecture : ``"gru"`` or ``"transformer"``.
+    target : ``"outcome"`` (the winner) or ``"bayes"`` (distilled from the Bayes forecaster).
+    hidden : the GRU's hidden units, or the transformer's width.
+    layers : the transformer's blocks.
+    context : the steps of its game a transformer's step attends to.
+    games : the fresh training games of an epoch.
+    epochs : the passes, each over fresh games.
+    lanes : the streams of games trained on side by side.
+    window : the steps of a window (of truncated backpropagation through time).
+    lr : Adam's learning rate at the start.
+    soft_k : the Bayes forecaster's rollouts a position (``target="bayes"``).
+    val_games : the held-out games that pick the best epoch.
+    seed : the seed of the games and of the initial weights.
+    threads : torch's threads while it trains and forecasts (None: torch's default).
+    name : the row's name (None: from the architecture, the level and the target).
     """
 
     recurrent = True

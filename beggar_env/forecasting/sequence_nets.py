@@ -60,7 +60,17 @@ class CausalTransformer(nn.Module):
     game (itself included), layer by layer, as Transformer-XL does: the state is each layer's
     inputs at the last ``context - 1`` steps (and which game each belongs to), so a window
     of steps and one step at a time in the env compute the same forecasts. No positional
-    embedding: attention is causal, and the events carry the time (cards, tricks)."""
+    embedding: attention is causal, and the events carry the time (cards, tricks).
+
+    Parameters
+    ----------
+    width : the width of a step's events.
+    n_outcomes : the outcomes forecast.
+    d_model : the width of the model.
+    heads : the attention heads (a divisor of ``d_model``).
+    layers : the blocks.
+    context : the steps of its game a step attends to, itself included.
+    """
 
     def __init__(self, width, n_outcomes, d_model=64, heads=4, layers=2, context=128):
         super().__init__()

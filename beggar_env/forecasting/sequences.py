@@ -111,6 +111,17 @@ class GameStreams(torch.utils.data.IterableDataset):
     probabilities as soft labels (slower: about 60 k positions/s on 2 cores). ``threads`` is
     the engine's threads in each process (None: all cores in the main process, 1 in a
     ``DataLoader`` worker).
+
+    Parameters
+    ----------
+    n_players : the seats at the table.
+    observation : the level encoded.
+    games : the games of an epoch.
+    seed : the seed of every epoch's games (with the epoch and the chunk).
+    chunk_games : the games of a chunk.
+    soft_k : the Bayes forecaster's rollouts a position for soft labels (None: none).
+    max_cards : the games' limit of cards (None: the engine's).
+    threads : the engine's threads in each process.
     """
 
     def __init__(
@@ -185,7 +196,17 @@ class GameStreams(torch.utils.data.IterableDataset):
 def from_dataset(dataset, observation="public", *, chunk_games=1024, soft_k=None, seed=0, first_chunk=0):
     """A dataset in memory (every card step) as :class:`Games` chunks of ``chunk_games``
     games, in game order; with ``soft_k``, chunk ``j``'s soft labels come from rollouts
-    seeded by ``(seed, first_chunk + j)``."""
+    seeded by ``(seed, first_chunk + j)``.
+
+    Parameters
+    ----------
+    dataset : a dataset of every card step (``samples="card"``).
+    observation : the level encoded.
+    chunk_games : the games of a chunk.
+    soft_k : the Bayes forecaster's rollouts a position for soft labels (None: none).
+    seed : the seed of the soft labels' rollouts.
+    first_chunk : the number of the first chunk, in the seeds of the rollouts.
+    """
     chunk_games = checks.count("chunk_games", chunk_games, 1)
     offsets = _game_offsets(dataset)
     for j, lo in enumerate(range(0, len(offsets) - 1, chunk_games)):
@@ -220,7 +241,18 @@ def from_shards(
     """The games of a folder of Parquet shards (every card step) as :func:`from_dataset`
     gives them from ``datasets.load(directory)``, reading ``datasets.batches`` of
     ``batch_size`` rows: in memory, at most a chunk of games and a batch (a game's rows may
-    span batches)."""
+    span batches).
+
+    Parameters
+    ----------
+    directory : the folder of Parquet shards (every card step).
+    observation : the level encoded.
+    chunk_games : the games of a chunk.
+    split : the split read (None: every row).
+    soft_k : the Bayes forecaster's rollouts a position for soft labels (None: none).
+    seed : the seed of the soft labels' rollouts.
+    batch_size : the rows read at a time.
+    """
     from ..datasets import columns, reading, shards
 
     chunk_games = checks.count("chunk_games", chunk_games, 1)

@@ -98,7 +98,18 @@ class StepModel:
     square root of how often it occurred (between the games' frequencies, where the rare
     moves of a game's end are seen too seldom to be learnt exactly, and equal weights):
     ``steps`` full-batch steps of Adam from ``lr``, decayed along a cosine, on ``threads``
-    of torch's threads."""
+    of torch's threads.
+
+    Parameters
+    ----------
+    n_players : the seats at the table.
+    hidden : the width of the network's two hidden layers.
+    games : the random games whose transitions it learns.
+    steps : the full-batch steps of Adam.
+    lr : the learning rate at the start.
+    seed : the seed of the games and of the initial weights.
+    threads : torch's threads while it trains and decides (None: torch's default).
+    """
 
     def __init__(self, n_players=2, *, hidden=256, games=4_000_000, steps=4000, lr=3e-3, seed=1, threads=1):
         self.n_players = checks.n_players(n_players)

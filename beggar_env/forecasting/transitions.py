@@ -64,7 +64,18 @@ def seat_bits(flags):
 
 @jit
 def input_code(card, turn, owed, court1, alive, empty, n_players):
-    """The row of the table for one input (the inputs in ``IN_NAMES`` order, mixed radix)."""
+    """The row of the table for one input (the inputs in ``IN_NAMES`` order, mixed radix).
+
+    Parameters
+    ----------
+    card : the class of the card just played.
+    turn : the seat that played it.
+    owed : the cards owed before it (0 .. 4).
+    court1 : the seat owed them, plus one (0: none).
+    alive : the seats in, as bits (:func:`seat_bits`).
+    empty : the seats whose hand is now empty, as bits.
+    n_players : the seats at the table.
+    """
     both = 1 << n_players
     return ((((card * n_players + turn) * OWED + owed) * (n_players + 1) + court1) * both + alive) * both + empty
 
