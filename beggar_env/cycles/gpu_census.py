@@ -132,10 +132,10 @@ def play(job, counts, first, n, merged):
         for lo in range(local, local + size, launch_size()):
             m = min(launch_size(), local + size - lo)
             settings = (np.int8(source), np.uint64(job.seed), deck, np.int64(fixed), rest, np.int64(lo), np.int64(m))
-            stats, cycle_keys, periods = _launch(kernel, threads, settings, n_cards + job.n_players - 1)
-            longest = stats[:, STAT_CARDS:]
+            stats, keys, periods = _launch(kernel, threads, settings, n_cards + job.n_players - 1)
+            longest = stats[:, STAT_CARDS:]  # cards, tricks, index from lo (-1: none)
             longest[:, 2] = np.where(longest[:, 2] >= 0, lo + offset + longest[:, 2], -1)
-            merged(m, stats[:, STAT_ENDED].sum(), longest, cycle_keys, periods)
+            merged(m, stats[:, STAT_ENDED].sum(), longest, keys, periods)
 
 
 def _launch(kernel, threads, settings, key_length, room=CYCLE_ROOM):
