@@ -41,6 +41,7 @@ BROKEN = 4  # a machine status (beside core.Outcome): the table asked for someth
 
 @jit
 def _pile_under(s, taker):
+    """The pile put under seat ``taker``'s hand: a trick taken."""
     mask = s.pile.shape[0] - 1
     end = s.head[taker] + s.held[taker]
     for k in range(s.pile_len):
@@ -53,8 +54,8 @@ def _pile_under(s, taker):
 
 @jit
 def machine_card(s, table):
-    """Play one card of state ``s`` as ``table`` (a step's table, :mod:`~beggar_env.forecasting.transitions`)
-    says."""
+    """Play one card of state ``s`` as ``table`` (a step's table: one row per input, see
+    :mod:`~beggar_env.forecasting.transitions`) says."""
     n_players = s.held.shape[0]
     t = s.turn
     if t < 0 or t >= n_players or s.held[t] <= 0 or s.pile_len >= s.pile.shape[0]:
