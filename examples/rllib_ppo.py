@@ -32,6 +32,7 @@ import numpy as np
 
 from beggar_env import files
 from beggar_env.forecasting import protocol
+from beggar_env.forecasting.report import TEST_SEED
 
 QUICK = dict(iterations=2, batch=2000, test_games=40)
 
@@ -122,7 +123,7 @@ def main(argv=None):
         steps = args.iterations * args.batch
         print(f"trained RLlib PPO for {steps:,} steps in {seconds:.0f} s ({steps / seconds:,.0f} steps/s)", flush=True)
         space = gym.make("Beggar-v0", n_players=args.players, observation=args.observation).observation_space
-        test = protocol.TestSet.generate(args.players, args.test_games, seed=protocol.TEST_SEED)
+        test = protocol.TestSet.generate(args.players, args.test_games, seed=TEST_SEED)
         report = protocol.evaluate_policy(
             policy(algo.get_module(), space),
             test,

@@ -30,7 +30,7 @@ import torch
 from tqdm import tqdm
 
 from beggar_env import __version__, files
-from beggar_env.forecasting import protocol, sequence_models, study
+from beggar_env.forecasting import Report, protocol, sequence_models, study
 
 ROWS = (  # architecture, observation, target
     ("gru", "public", "outcome"),
@@ -158,7 +158,7 @@ def folder_reports(out):
     """Every report in ``out``, by player count and then in the order of ``ROWS``."""
     reports = []
     for path in out.glob("*_*_*_*p.json"):
-        report = protocol.Report.load(path)
+        report = Report.load(path)
         if "command" in report:
             reports.append(report)
     order = [f"{a}_{b}_{c}" for a, b, c in ROWS]

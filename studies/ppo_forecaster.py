@@ -30,7 +30,7 @@ as a policy acting in the env.
 * A forecast never changes the game, so each step is a problem of its own: ``gamma=0``
   makes the return the step's reward and the advantage exact. RecurrentPPO's LSTM state is
   reset at each episode start (``episode_start``), in training and in the protocol's games.
-* Evaluated on ``TestSet.generate(players, test_games, seed=evaluate.TEST_SEED)``, every
+* Evaluated on ``TestSet.generate(players, test_games, seed=report.TEST_SEED)``, every
   position of every test game.
 * torch runs on one thread: on two shared cores its default threads made PPO ten times slower.
 """
@@ -46,6 +46,7 @@ import numpy as np
 from beggar_env import files
 from beggar_env.forecasting import protocol as evaluate
 from beggar_env.forecasting import study
+from beggar_env.forecasting.report import TEST_SEED
 
 HYPERPARAMETERS = dict(  # n_steps x envs = 8,192 steps a rollout at the default 256 envs
     n_steps=32,
@@ -98,8 +99,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--test-seed",
         type=int,
-        default=evaluate.TEST_SEED,
-        help=f"seed of the test games (default the protocol's, {evaluate.TEST_SEED}; tune on another)",
+        default=TEST_SEED,
+        help=f"seed of the test games (default the protocol's, {TEST_SEED}; tune on another)",
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds (few steps and games)")
     parser.add_argument("--out", help="write the protocol's report as JSON to this file")

@@ -12,7 +12,9 @@ import pytest
 import beggar_env
 from beggar_env import datasets
 from beggar_env.forecasting import forecasters as fc
+from beggar_env.forecasting import metrics
 from beggar_env.forecasting import protocol as ev
+from beggar_env.forecasting.report import TEST_SEED
 
 sklearn = pytest.importorskip("sklearn", reason="the learned baselines need scikit-learn: pip install '.[baselines]'")
 
@@ -359,7 +361,7 @@ def test_many_random_corruptions_never_crash_nor_hang_the_process(tmp_path):
 @pytest.fixture(scope="module")
 def two_player():
     train = datasets.generate(600, observation="counted", samples=8, seed=101)
-    test = ev.TestSet.generate(2, 150, seed=ev.TEST_SEED)
+    test = ev.TestSet.generate(2, 150, seed=TEST_SEED)
     return train, test
 
 
@@ -380,8 +382,8 @@ def test_simple_baselines(two_player):
     calibrated = fc.CalibratedMostCards(2).fit(train)
     probs = calibrated.predict_proba(obs)
     assert np.allclose(probs.sum(axis=1), 1) and (probs[:, 2] == calibrated.no_winner).all()
-    accuracy = ev.position_scores(probs, test.labels)["accuracy"].mean()
-    assert accuracy > ev.position_scores(most, test.labels)["accuracy"].mean() - 0.02
+    accuracy = metrics.position_scores(probs, test.labels)["accuracy"].mean()
+    assert accuracy > metrics.position_scores(most, test.labels)["accuracy"].mean() - 0.02
 
 
 @pytest.mark.slow
@@ -427,7 +429,7 @@ def test_metrics_by_hand_and_against_scikit_learn():
 
     probs = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.0, 1.0, 0.0], [0.4, 0.4, 0.2]])
     labels = np.array([0, 2, 0, 1])
-    scores = ev.position_scores(probs, labels)
+    scores = metrics.position_scores(probs, labels)
     assert scores["accuracy"].tolist() == [1, 0, 0, 0]  # a tie goes to the first, as the env scores it
     assert np.allclose(scores["log_loss"], [-math.log(0.7), -math.log(0.3), -math.log(1e-6), -math.log(0.4)])
     assert np.allclose(scores["brier"], [0.14, 0.78, 2.0, 0.16 + 0.36 + 0.04])
@@ -442,15 +444,15 @@ def test_expected_calibration_error_by_hand():
     correct = np.array([1, 1, 1, 0, 0, 1])
     # three bins of two, sorted by confidence: (0.6, 0.6) acc 0.5, (0.8, 0.8) acc 0.5, (0.9, 0.9) acc 1
     expected = (abs(0.5 - 0.6) + abs(0.5 - 0.8) + abs(1 - 0.9)) / 3
-    assert np.isclose(ev.expected_calibration_error(confidence, correct, bins=3), expected)
-    assert ev.expected_calibration_error(np.array([0.7] * 10), np.array([1] * 7 + [0] * 3), bins=5) < 1e-12
+    assert np.isclose(metrics.expected_calibration_error(confidence, correct, bins=3), expected)
+    assert metrics.expected_calibration_error(np.array([0.7] * 10), np.array([1] * 7 + [0] * 3), bins=5) < 1e-12
 
 
 def test_summaries_weigh_positions_and_games_and_bootstrap_whole_games():
     game = np.array([0, 0, 0, 1, 2, 2])
     scores = {"accuracy": np.array([1.0, 1, 1, 0, 0, 1]), "log_loss": np.ones(6), "brier": np.zeros(6)}
     scores["confidence"] = np.full(6, 0.5)
-    out = ev.summarise(scores, game, 3, np.ones(6, bool), bootstrap=400)
+    out = metrics.summarise(scores, game, 3, np.ones(6, bool), bootstrap=400)
     assert out["accuracy"]["value"] == pytest.approx(4 / 6)
     assert out["accuracy"]["game_weighted"] == pytest.approx((1 + 0 + 0.5) / 3)
     low, high = out["accuracy"]["ci95"]
@@ -463,11 +465,11 @@ def test_the_protocol_report_and_its_slices(two_player):
     result = ev.evaluate(fc.MostCards(2), test, bootstrap=100)
     slices = result["slices"]
     assert slices["all"]["positions"] == len(test.labels) == result["positions"]
-    assert sum(slices[ev.phase_name(lo, hi)]["positions"] for lo, hi in ev.PHASES) == len(test.labels)
+    assert sum(slices[metrics.phase_name(lo, hi)]["positions"] for lo, hi in metrics.PHASES) == len(test.labels)
     assert sum(slices[f"progress Q{q}"]["positions"] for q in range(1, 5)) == len(test.labels)
     assert 0 < slices["open"]["positions"] < len(test.labels)
     assert slices["open"]["accuracy"]["value"] < slices["progress Q4"]["accuracy"]["value"]
-    scores = ev.position_scores(fc.MostCards(2).predict_proba(test.observations("public")), test.labels)
+    scores = metrics.position_scores(fc.MostCards(2).predict_proba(test.observations("public")), test.labels)
     assert slices["all"]["accuracy"]["value"] == pytest.approx(scores["accuracy"].mean())
 
 
@@ -490,15 +492,41 @@ def test_a_policy_in_the_env_scores_as_the_forecaster_does(two_player):
 
 def test_a_forecaster_trained_on_the_test_seed_is_refused(two_player):
     _, test = two_player
-    cheat = fc.CalibratedMostCards(2).fit(datasets.generate(50, seed=ev.TEST_SEED))
+    cheat = fc.CalibratedMostCards(2).fit(datasets.generate(50, seed=TEST_SEED))
     with pytest.raises(ValueError, match="test seed"):
         ev.evaluate(cheat, test)
 
 
 def test_gap_closed():
     def fake(value):
-        return {"slices": {"all": {m: {"value": value} for m in ev.METRICS}}}
+        return {"slices": {"all": {m: {"value": value} for m in metrics.METRICS}}}
 
-    assert ev.gap_closed(fake(0.75), fake(0.5), fake(1.0))["accuracy"] == pytest.approx(0.5)
-    assert ev.gap_closed(fake(0.5), fake(0.5), fake(1.0))["log_loss"] == 0
+    assert metrics.gap_closed(fake(0.75), fake(0.5), fake(1.0))["accuracy"] == pytest.approx(0.5)
+    assert metrics.gap_closed(fake(0.5), fake(0.5), fake(1.0))["log_loss"] == 0
+
+
+def test_one_bootstrap_draw_behind_every_interval():
+    """Every interval resamples whole games with the one ``bootstrap_weights``: a seed gives
+    the same resamples to a slice's figures and to a paired difference, so the difference
+    of a forecaster to one that scores 0 everywhere has the slice's own interval."""
+    weights = metrics.bootstrap_weights(5, bootstrap=300, seed=3)
+    assert weights.shape == (300, 5) and (weights.sum(axis=1) == 5).all() and (weights >= 0).all()
+    assert (metrics.bootstrap_weights(5, bootstrap=300, seed=3) == weights).all()
+    game = np.array([0, 0, 1, 2, 2, 2, 3, 4])
+    values = np.array([1.0, 0, 1, 1, 0, 0, 1, 1])
+    scores = {name: values for name in metrics.METRICS} | {"confidence": np.full(8, 0.5)}
+    summary = metrics.summarise(scores, game, 5, np.ones(8, bool), bootstrap=300, seed=3)
+    difference = metrics.paired_difference(values, np.zeros(8), game, 5, weights)
+    assert difference == {"difference": summary["accuracy"]["value"], "ci95": summary["accuracy"]["ci95"]}
+    gaps = metrics.resampled_gaps(values, np.zeros(8), np.ones(8), game, 5, weights)  # prior 0, best 1: the mean itself
+    assert metrics.interval95(gaps) == summary["accuracy"]["ci95"]
+
+
+def test_each_forecaster_says_what_it_was_given():
+    """The engine's forecasters are given the rules engine; the rest nothing beyond their
+    observation and training data; the Bayes forecaster reports its progress."""
+    for forecaster in fc.baselines(2, prior_games=1, bayes_k=4, trees=1, epochs=1):
+        engine = isinstance(forecaster, fc.BayesMC)  # the Bayes forecaster and the oracle
+        assert tuple(forecaster.given) == (("rules engine",) if engine else ()), forecaster.name
+        assert forecaster.reports_progress == engine
     assert list(itertools.islice(distinct_arrangements([0, 0, 1]), 5)) == [(0, 0, 1), (0, 1, 0), (1, 0, 0)]

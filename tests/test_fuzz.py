@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import beggar_env
 from beggar_env import checks, cli, core, datasets, deals, files
 from beggar_env.forecasting import forecasters, protocol
+from beggar_env.forecasting.report import TEST_SEED, check_report
 from beggar_env.search import search
 
 SHORT = "-A--Q/----K-J"
@@ -531,8 +532,6 @@ REPORT_CASES = [  # issue 27's: each broke the folder for good, gave a traceback
 def check_added(published, results, report, path):
     """Add the report at ``path``: refused in one line naming it, or a row that is a whole
     report of the study's test set, named apart from the study's rows, that the tables show."""
-    from beggar_env.forecasting import protocol as ev
-
     more = {**results, "players": {"2": {**results["players"]["2"]}}}
     more["players"]["2"]["reports"] = list(results["players"]["2"]["reports"])
     try:
@@ -541,7 +540,7 @@ def check_added(published, results, report, path):
         one_line(error, path)
         return False
     row = more["players"]["2"]["reports"][-2]
-    ev.check_report(json.loads(json.dumps(row)), "the row")
+    check_report(json.loads(json.dumps(row)), "the row")
     assert row["forecaster"] not in [r["forecaster"] for r in results["players"]["2"]["reports"][:9]]
     assert f"| {row['forecaster']} |" in published.tables.tables_text(more)
     return True
@@ -721,7 +720,7 @@ def test_evaluate_scores_probabilities_and_refuses_anything_else_naming_the_row(
         assert dtype in ("complex128", "U8") or not probabilities(sent.astype(np.float64))
         return
     assert dtype in ("float64", "float32", "object") and probabilities(sent.astype(np.float64))
-    protocol.check_report(json.loads(json.dumps({**report, "test_seed": protocol.TEST_SEED})), "the report")
+    check_report(json.loads(json.dumps({**report, "test_seed": TEST_SEED})), "the report")
 
 
 # ------------------------------------------------------------------- beggar cycles

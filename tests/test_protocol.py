@@ -10,7 +10,9 @@ import pytest
 from conftest import beggar_in_process
 
 from beggar_env import datasets
-from beggar_env.forecasting import Forecaster, evaluate, forecasters, protocol
+from beggar_env.forecasting import Forecaster, evaluate, forecasters, phases, protocol
+from beggar_env.forecasting.metrics import METRICS
+from beggar_env.forecasting.report import EXTRA_KEYS, TEST_SEED, Report
 from beggar_env.forecasting.study.run import sweep_rows
 
 LEVELS = {
@@ -22,7 +24,7 @@ LEVELS["full"] = LEVELS["public"] | {"hands"}
 
 @pytest.fixture(scope="module")
 def test_set():
-    return protocol.TestSet.generate(2, 40, seed=protocol.TEST_SEED)
+    return protocol.TestSet.generate(2, 40, seed=TEST_SEED)
 
 
 class MostCardsByHand:
@@ -58,20 +60,20 @@ def test_a_forecaster_reads_exactly_the_fields_of_its_level(test_set, level):
 
 def test_one_call_evaluates_and_prints_a_row_beside_the_published_ones(test_set, tmp_path):
     report = evaluate(MostCardsByHand(), test_set, bootstrap=50)
-    assert isinstance(report, protocol.Report) and report["forecaster"] == "my most cards"
-    assert (report["protocol_version"], report["test_seed"], report["observation"]) == (2, protocol.TEST_SEED, "public")
+    assert isinstance(report, Report) and report["forecaster"] == "my most cards"
+    assert (report["protocol_version"], report["test_seed"], report["observation"]) == (2, TEST_SEED, "public")
     header, rule, row = str(report).splitlines()
     assert header.startswith(
-        "| forecaster | accuracy (95% CI) | log loss (95% CI) | inference (open): accuracy (95% CI) | "
+        "| forecaster | given | accuracy (95% CI) | log loss (95% CI) | inference (open): accuracy (95% CI) | "
         "inference (open): log loss (95% CI) | inference (open): gap closed"
     )
     assert "| simulation (determined): accuracy (95% CI) |" in header
     figure = report["slices"]["all"]["accuracy"]
     assert row.startswith(
-        f"| my most cards | {figure['value']:.3f} ({figure['ci95'][0]:.3f}-{figure['ci95'][1]:.3f}) |"
+        f"| my most cards | - | {figure['value']:.3f} ({figure['ci95'][0]:.3f}-{figure['ci95'][1]:.3f}) |"
     )
     path = report.save(tmp_path / "mine")
-    assert path == str(tmp_path / "mine.json") and protocol.Report.load(path) == json.loads(json.dumps(report))
+    assert path == str(tmp_path / "mine.json") and Report.load(path) == json.loads(json.dumps(report))
     mine = forecasters.MostCards(2)  # the library's own rule gives the same accuracy: argmax of the hands
     assert evaluate(mine, test_set, bootstrap=50)["slices"]["all"]["accuracy"]["value"] == figure["value"]
 
@@ -81,11 +83,11 @@ def test_a_report_of_another_protocol_version_or_format_is_refused(test_set, tmp
     old = tmp_path / "old.json"
     old.write_text(json.dumps({**report, "protocol_version": 1}))
     with pytest.raises(ValueError, match="protocol version 1.*evaluate the forecaster again"):
-        protocol.Report.load(old)
+        Report.load(old)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"forecaster": "x"}))
     with pytest.raises(ValueError, match="not a beggar-env forecast report"):
-        protocol.Report.load(other)
+        Report.load(other)
 
 
 def test_a_policy_is_evaluated_by_the_same_call(test_set):
@@ -106,7 +108,7 @@ def test_the_published_test_set_is_the_default_one(monkeypatch):
     real = protocol.TestSet.generate
     monkeypatch.setattr(protocol.TestSet, "generate", classmethod(lambda cls, *a, **k: made.append(a) or real(*a, **k)))
     report = evaluate(MostCardsByHand(), 2, bootstrap=10)
-    assert report["games"] == 30 and report["test_seed"] == protocol.TEST_SEED and made == [(2, 30)]
+    assert report["games"] == 30 and report["test_seed"] == TEST_SEED and made == [(2, 30)]
     evaluate(MostCardsByHand(), 2, bootstrap=10)
     assert made == [(2, 30)]  # kept for the next call
 
@@ -116,7 +118,7 @@ def test_paired_differences_resample_the_same_games(test_set):
     b = evaluate(forecasters.Uniform(2), test_set, bootstrap=200)
     difference = protocol.compare(a, b, bootstrap=200)
     for name in ("all", "open", "cards 0-25"):
-        for metric in protocol.METRICS:
+        for metric in METRICS:
             expected = a["slices"][name][metric]["value"] - b["slices"][name][metric]["value"]
             figure = difference[name][metric]
             assert figure["difference"] == pytest.approx(expected)
@@ -257,7 +259,7 @@ def test_a_policys_probability_weights_are_normalised_but_an_overflow_is_refused
 
 def test_a_report_file_is_checked_whole_in_one_line(test_set, tmp_path):
     path = evaluate(MostCardsByHand(), test_set, bootstrap=10).save(tmp_path / "mine.json")
-    assert protocol.Report.load(path)["forecaster"] == "my most cards"
+    assert Report.load(path)["forecaster"] == "my most cards"
     saved = json.loads(open(path).read())
     for mutate, words in (
         (lambda r: r.update(n_players=2.0), "$.n_players: 2.0 is not of type 'integer'"),
@@ -270,7 +272,7 @@ def test_a_report_file_is_checked_whole_in_one_line(test_set, tmp_path):
         mutate(broken)
         (tmp_path / "broken.json").write_text(json.dumps(broken))
         with pytest.raises(ValueError) as caught:
-            protocol.Report.load(tmp_path / "broken.json")
+            Report.load(tmp_path / "broken.json")
         message = str(caught.value)
         assert "broken.json" in message and words in message and "\n" not in message, message
 
@@ -292,8 +294,8 @@ class Zeroes:
 def test_a_forecaster_cannot_change_the_test_set_for_the_next_one():
     """A forecaster that zeroed obs['unseen'] once made MostCards(2) score 0.499 instead of
     0.655 and emptied the open slice, silently: the positions are read-only."""
-    test = protocol.TestSet.generate(2, 30, seed=protocol.TEST_SEED)
-    fresh = protocol.TestSet.generate(2, 30, seed=protocol.TEST_SEED)  # an independent copy to compare with
+    test = protocol.TestSet.generate(2, 30, seed=TEST_SEED)
+    fresh = protocol.TestSet.generate(2, 30, seed=TEST_SEED)  # an independent copy to compare with
     open_before = test.slices["open"].sum()
     with pytest.raises(ValueError, match="read-only"):
         evaluate(Zeroes(), test, bootstrap=10, reference=False)
@@ -349,15 +351,15 @@ def test_a_report_carries_a_few_short_keys_of_its_own_and_no_more(test_set, tmp_
         ({"x" * 1000: 1}, "$: a key of the report's own must be a short lowercase name"),  # once in results.json
         ({"Training": {}}, "not 'Training'"),
         ({"training": "x" * 5000}, "$.training: a key of the report's own must hold at most 4,096 characters"),
-        ({f"extra_{i}": i for i in range(protocol.EXTRA_KEYS + 1)}, "at most 8 keys of the report's own"),
+        ({f"extra_{i}": i for i in range(EXTRA_KEYS + 1)}, "at most 8 keys of the report's own"),
     ):
         path.write_text(json.dumps({**saved, **extra}))
         with pytest.raises(ValueError) as caught:
-            protocol.Report.load(path)
+            Report.load(path)
         assert words in str(caught.value) and "\n" not in str(caught.value) and len(str(caught.value)) < 400
     kept = {"training": {"steps": 5_000_000}, "command": "python train.py"}  # as the published PPO rows carry
     path.write_text(json.dumps({**saved, **kept}))
-    assert protocol.Report.load(path)["training"] == kept["training"]
+    assert Report.load(path)["training"] == kept["training"]
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
@@ -376,7 +378,7 @@ def test_a_report_path_that_is_no_regular_file_is_refused_at_once(tmp_path, kind
 
     def load():
         try:
-            protocol.Report.load(path)
+            Report.load(path)
         except Exception as error:  # noqa: BLE001 (the kind is checked below)
             caught.append(error)
 
@@ -430,10 +432,72 @@ def test_progress_false_prints_nothing_and_a_bar_shows_every_phase(small_referen
     evaluate(MostCardsByHand(), 2, bootstrap=10)  # None: a bar only where stderr is a terminal, not here
     assert capfd.readouterr() == ("", "")
     protocol._PUBLISHED.clear()
-    monkeypatch.setattr(protocol.Phases, "DELAY", 0)  # every phase shown, however short
-    monkeypatch.setattr(protocol, "_stderr_is_a_terminal", lambda: True)
+    monkeypatch.setattr(phases.Phases, "DELAY", 0)  # every phase shown, however short
+    monkeypatch.setattr(phases, "_stderr_is_a_terminal", lambda: True)
     evaluate(MostCardsByHand(), 2, bootstrap=10)
     out, err = capfd.readouterr()
     assert out == "" and all(phase in err for phase in PHASES), err
     with pytest.raises(TypeError, match="progress must be None"):
         evaluate(MostCardsByHand(), 2, bootstrap=10, progress="yes")
+
+
+# ------------------------------------------------------- what a forecaster was given
+
+
+def test_a_report_says_what_its_forecaster_was_given(test_set, tmp_path):
+    """``given`` comes from the forecaster's attribute (in the vocabulary's order); a
+    forecaster without one, as a user's own, is given nothing; it shows in the row."""
+
+    class Engined(MostCardsByHand):
+        name = "engined"
+        given = ["teacher", "rules engine"]
+
+    mine = evaluate(MostCardsByHand(), test_set, bootstrap=10, reference=False)
+    assert mine["given"] == [] and mine.row()[1] == "-"
+    engined = evaluate(Engined(), test_set, bootstrap=10, reference=False)
+    assert engined["given"] == ["rules engine", "teacher"] and engined.row()[1] == "rules engine, teacher"
+    assert Report.load(engined.save(tmp_path / "engined.json"))["given"] == ["rules engine", "teacher"]
+    oracle = evaluate(forecasters.Oracle(2), test_set, bootstrap=10, reference=False)
+    assert oracle["given"] == ["rules engine"]
+
+    class Taught(forecasters.MostCards):
+        given = ("teacher",)
+
+    acted = evaluate(Taught(2).act, test_set, bootstrap=10, reference=False)  # a policy: its object's given
+    assert acted["given"] == ["teacher"]
+
+
+@pytest.mark.parametrize(
+    "given, error, words",
+    [
+        ("rules engine", TypeError, "must be a list"),
+        (["a rules engine"], ValueError, "must hold distinct words of"),
+        (["teacher", "teacher"], ValueError, "must hold distinct words of"),
+    ],
+)
+def test_a_given_outside_the_vocabulary_is_refused_before_any_work(given, error, words):
+    class Odd(MostCardsByHand):
+        pass
+
+    Odd.given = given
+    with pytest.raises(error, match=f"the forecaster's given attribute {words}"):
+        evaluate(Odd(), 2, bootstrap=10)  # before minutes spent on the published test set
+
+
+def test_a_forecaster_is_given_progress_for_its_capability_not_its_class(test_set):
+    """``predict`` hands ``progress`` to a forecaster that declares ``reports_progress``,
+    whatever its class, and to no other."""
+    calls = []
+
+    class Slow(MostCardsByHand):
+        reports_progress = True
+
+        def predict_proba(self, obs, progress=None):
+            progress(1, len(obs["cards"]))
+            return super().predict_proba(obs)
+
+    protocol.predict(Slow(), test_set, lambda done, total: calls.append((done, total)))
+    n = len(test_set.labels)
+    assert calls == [(1, n), (n, n)]
+    protocol.predict(MostCardsByHand(), test_set, lambda done, total: calls.append((done, total)))
+    assert calls[2:] == [(n, n)]  # no progress= for one without the capability

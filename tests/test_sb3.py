@@ -306,6 +306,7 @@ def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
     """The quick mode, run as a user runs it, trains, evaluates on the protocol's test set
     and writes the report; seeded, so running it again (here in-process) gives the same."""
     from beggar_env.forecasting import protocol as evaluate
+    from beggar_env.forecasting.report import TEST_SEED
 
     result = subprocess.run(
         [sys.executable, str(REPO / "studies" / "ppo_forecaster.py"), "--quick", "--out", str(tmp_path / "a")],
@@ -318,7 +319,7 @@ def test_ppo_example_quick_writes_a_protocol_report(sb3, tmp_path):
     load_example().main(["--quick", "--out", str(tmp_path / "b.json")])
     reports = [json.loads((tmp_path / name).read_text()) for name in ("a.json", "b.json")]
     report = reports[0]
-    test = evaluate.TestSet.generate(2, report["games"], seed=evaluate.TEST_SEED)
+    test = evaluate.TestSet.generate(2, report["games"], seed=TEST_SEED)
     assert report["n_players"] == 2 and report["positions"] == len(test.labels)
     assert set(report["slices"]) == set(test.slices)
     assert 0 <= report["slices"]["all"]["accuracy"]["value"] <= 1

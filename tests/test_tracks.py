@@ -12,12 +12,21 @@ import pytest
 
 import beggar_env as bg
 from beggar_env.deals import random_deals
-from beggar_env.forecasting import evaluate, forecasters, protocol
+from beggar_env.forecasting import evaluate, forecasters, metrics, protocol
+from beggar_env.forecasting.report import (
+    FORMAT_VERSION,
+    REPORT_KEYS_V1,
+    TEST_SEED,
+    Report,
+    _gap_cell,
+    check_report,
+)
+from beggar_env.forecasting.report_rules import REPORT_RULES
 
 
 @pytest.fixture(scope="module")
 def test_set():
-    return protocol.TestSet.generate(2, 40, seed=protocol.TEST_SEED)
+    return protocol.TestSet.generate(2, 40, seed=TEST_SEED)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +99,7 @@ def test_the_horizon_is_what_replaying_the_test_games_gives(test_set, report):
     edges = {"tricks": [1, 2, 4, 8, 16, 32, 64, np.inf], "cards": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, np.inf]}
     for unit, left in replayed.items():
         curve = report["by_horizon"][unit]
-        assert curve["bins"] == protocol.horizon_names(unit) and len(curve["bins"]) == len(edges[unit]) - 1
+        assert curve["bins"] == metrics.horizon_names(unit) and len(curve["bins"]) == len(edges[unit]) - 1
         for i, (low, high) in enumerate(zip(edges[unit], edges[unit][1:])):
             inside = (left >= low) & (left < high)
             assert curve["positions"][i] == inside.sum()
@@ -140,8 +149,8 @@ def test_the_gap_closed_per_track_on_known_inputs(test_set):
     assert figures["versus_bayes"]["determined"]["log_loss"]["difference"] == pytest.approx(
         difference[determined].mean()
     )
-    values = protocol.reference_values(reports["half"], reports["prior"], reports["best"])  # from the figures alone
-    for name in protocol.GAP_SLICES:
+    values = metrics.reference_values(reports["half"], reports["prior"], reports["best"])  # from the figures alone
+    for name in metrics.GAP_SLICES:
         for metric in ("accuracy", "log_loss"):
             assert values["gap_closed"][name][metric]["value"] == pytest.approx(
                 figures["gap_closed"][name][metric]["value"]
@@ -156,12 +165,12 @@ def test_evaluate_gives_each_track_its_gap_closed_against_the_published_referenc
     assert (prior["forecaster"], bayes["forecaster"]) == ("seat prior", "Bayes (Monte Carlo, K=256)")
     assert report["reference"]["prior"] == "seat prior" and report["reference"]["bayes"] == bayes["forecaster"]
     assert bayes["slices"]["determined"]["accuracy"]["value"] == 1.0
-    for name in protocol.GAP_SLICES:
+    for name in metrics.GAP_SLICES:
         gap = report["reference"]["gap_closed"][name]["log_loss"]
-        assert gap["value"] == pytest.approx(protocol.gap_closed(report, prior, bayes, name)["log_loss"])
+        assert gap["value"] == pytest.approx(metrics.gap_closed(report, prior, bayes, name)["log_loss"])
         assert gap["ci95"][0] <= gap["value"] <= gap["ci95"][1]
     row = report.row()
-    assert row[5] == protocol._gap_cell(report["reference"]["gap_closed"]["open"]) and " to " in row[5]
+    assert row[6] == _gap_cell(report["reference"]["gap_closed"]["open"]) and " to " in row[6]
     assert evaluate(forecasters.MostCards(2), test_set, bootstrap=20, reference=False)["reference"] is None
     assert test_set.reference() is test_set.reference()  # evaluated once
 
@@ -193,33 +202,37 @@ BROKEN = {  # what the schema and check_report refuse in the new parts of a repo
         lambda r: r["reference"]["versus_bayes"]["open"]["accuracy"].update(difference="0.1"),
         "reference",
     ),
-    "another layout": (lambda r: r.update(format_version=3), "format_version"),
+    "another layout": (lambda r: r.update(format_version=4), "format_version"),
+    "no given": (lambda r: r.pop("given"), "given"),
+    "a given outside the vocabulary": (lambda r: r.update(given=["the engine"]), "$.given"),
+    "a given twice": (lambda r: r.update(given=["teacher", "teacher"]), "$.given"),
 }
 
 
 @pytest.mark.parametrize("case", list(BROKEN))
 def test_the_schema_refuses_malformed_tracks_and_horizons_in_one_line(report, tmp_path, case):
     good = json.loads(json.dumps(report))
-    assert protocol.Report.load(saved(good, tmp_path, "good.json"))["format_version"] == protocol.FORMAT_VERSION
+    assert Report.load(saved(good, tmp_path, "good.json"))["format_version"] == FORMAT_VERSION
     mutate, words = BROKEN[case]
     broken = copy.deepcopy(good)
     mutate(broken)
     with pytest.raises(ValueError) as caught:
-        protocol.Report.load(saved(broken, tmp_path))
+        Report.load(saved(broken, tmp_path))
     message = str(caught.value)
     assert "mine.json" in message and words in message and "\n" not in message, message
 
 
 def layout_1(report):
     """``report`` as the earlier layout wrote it: no determined slice, horizon, reference nor format_version."""
-    old = {key: value for key, value in json.loads(json.dumps(report)).items() if key in protocol.REPORT_KEYS_V1}
+    old = {key: value for key, value in json.loads(json.dumps(report)).items() if key in REPORT_KEYS_V1}
     del old["slices"]["determined"]
     return old
 
 
 def test_a_report_of_the_earlier_layout_loads_with_its_determined_figures_derived(report, tmp_path):
-    loaded = protocol.Report.load(saved(layout_1(report), tmp_path))
+    loaded = Report.load(saved(layout_1(report), tmp_path))
     assert loaded["format_version"] == 1 and loaded["by_horizon"] is None and loaded["reference"] is None
+    assert loaded["given"] == []  # "most cards": a published row's name, given nothing
     derived, measured = loaded["slices"]["determined"], report["slices"]["determined"]
     assert derived["derived"] and derived["positions"] == measured["positions"] and derived["games"] is None
     for metric in ("accuracy", "log_loss", "brier"):  # exact, to rounding
@@ -227,17 +240,17 @@ def test_a_report_of_the_earlier_layout_loads_with_its_determined_figures_derive
         assert derived[metric]["ci95"] is None and derived[metric]["game_weighted"] is None
     assert derived["ece"] is None
     row = loaded.row()
-    assert row[6].endswith("(n/a)") and row[8] == "-"  # no interval, no gap closed: it had no reference
-    again = protocol.Report.load(loaded.save(tmp_path / "again.json"))  # saved upgraded, read again the same
+    assert row[7].endswith("(n/a)") and row[9] == "-"  # no interval, no gap closed: it had no reference
+    again = Report.load(loaded.save(tmp_path / "again.json"))  # saved upgraded, read again the same
     assert again == json.loads(json.dumps(loaded))
     forged = json.loads(json.dumps(loaded))
     forged["slices"]["determined"]["accuracy"]["value"] = 0.99  # a derived figure that all and open do not give
     with pytest.raises(ValueError, match=r"determined'\]\.accuracy\.value: .* a derived figure must be derived"):
-        protocol.Report.load(saved(forged, tmp_path, "forged.json"))
+        Report.load(saved(forged, tmp_path, "forged.json"))
     broken = layout_1(report)
     broken["slices"]["open"]["accuracy"]["value"] = "high"
     with pytest.raises(ValueError, match=r"mine\.json: \$\.slices\.open\.accuracy\.value"):
-        protocol.Report.load(saved(broken, tmp_path))
+        Report.load(saved(broken, tmp_path))
 
 
 def test_a_study_written_before_the_tracks_is_refused_in_one_line(tmp_path):
@@ -248,3 +261,86 @@ def test_a_study_written_before_the_tracks_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="written before the two tracks .* run the study again") as caught:
         check_results(results, "results.json")
     assert "\n" not in str(caught.value)
+
+
+# ----------------------------------------------------------- each rule of check_report
+
+
+def _open_accuracy(r):
+    return r["slices"]["open"]["accuracy"]
+
+
+def _rename_outcome(r):
+    by_outcome = r["calibration"]["by_outcome"]
+    by_outcome["seat 9"] = by_outcome.pop("seat 0")
+
+
+BROKEN_FOR_RULE = {  # a report broken in exactly the way one rule refuses (the schema takes each)
+    "check_finite_numbers": lambda r: r["reference"]["gap_closed"]["open"]["accuracy"].update(value=float("inf")),
+    "check_whole_numbers": lambda r: r.update(protocol_version=2.0),  # JSON Schema's const takes 2.0 for 2
+    "check_slice_counts": lambda r: r["slices"]["all"].update(games=r["games"] - 1),
+    "check_intervals": lambda r: _open_accuracy(r).update(ci95=_open_accuracy(r)["ci95"][::-1]),
+    "check_tracks_add_up": lambda r: r["slices"]["determined"].update(
+        positions=r["slices"]["determined"]["positions"] - 1
+    ),
+    "check_derived_figures": None,  # a layout-1 report's derived figure: its own test above
+    "check_outcomes": _rename_outcome,
+    "check_curves": lambda r: r["reliability"]["size"].__setitem__(0, r["reliability"]["size"][0] + 1),
+    "check_horizon": lambda r: r["by_horizon"]["cards"]["positions"].__setitem__(0, 10**6),
+    "check_reference": lambda r: r["reference"]["gap_closed"]["open"]["log_loss"].update(value=None),
+}
+
+
+def test_every_rule_has_a_broken_report():
+    assert list(BROKEN_FOR_RULE) == [rule.__name__ for rule in REPORT_RULES]
+
+
+@pytest.mark.parametrize("rule", [name for name, mutate in BROKEN_FOR_RULE.items() if mutate is not None])
+def test_each_rule_refuses_a_report_broken_its_way_naming_the_rule(report, tmp_path, rule):
+    broken = json.loads(json.dumps(report))
+    assert check_report(copy.deepcopy(broken), "good.json")  # every rule takes the report as evaluate made it
+    BROKEN_FOR_RULE[rule](broken)
+    with pytest.raises(ValueError) as caught:
+        if rule == "check_finite_numbers":  # no JSON file holds infinity: a row checked in memory
+            check_report(broken, "mine.json")
+        else:
+            Report.load(saved(broken, tmp_path))
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'mine.json'}: " if rule != "check_finite_numbers" else "mine.json: ")
+    assert message.endswith(f"({rule})") and "\n" not in message, message
+
+
+# ------------------------------------------------------- an older report's given
+
+
+def layout_2(report, name):
+    """``report`` as layout 2 wrote it (before ``given``), named ``name``."""
+    old = {key: value for key, value in json.loads(json.dumps(report)).items() if key != "given"}
+    return {**old, "format_version": 2, "forecaster": name}
+
+
+@pytest.mark.parametrize(
+    "name, given",
+    [
+        ("learned step, rolled out (K=256)", ["hand-built machine"]),
+        ("Bayes (Monte Carlo, K=1024)", ["rules engine"]),
+        ("oracle", ["rules engine"]),
+        ("GRU (public stream, distilled from Bayes)", ["teacher"]),
+        ("transformer (counted stream)", []),
+        ("PPO (counted)", []),
+    ],
+)
+def test_an_older_report_is_given_what_its_published_name_says(report, tmp_path, name, given):
+    loaded = Report.load(saved(layout_2(report, name), tmp_path))
+    assert loaded["given"] == given and loaded["format_version"] == 2  # its layout kept: where it came from
+    again = Report.load(loaded.save(tmp_path / "again.json"))  # saved upgraded, read again the same
+    assert again == json.loads(json.dumps(loaded))
+
+
+def test_an_older_report_of_another_name_is_refused_in_one_line(report, tmp_path):
+    for old in (layout_2(report, "my own forecaster"), {**layout_1(report), "forecaster": "my own forecaster"}):
+        with pytest.raises(ValueError) as caught:
+            Report.load(saved(old, tmp_path))
+        message = str(caught.value)
+        assert message.startswith(f"{tmp_path / 'mine.json'}: $.given: ") and "\n" not in message, message
+        assert "'my own forecaster' is not one of the published rows: evaluate the forecaster again" in message

@@ -6,10 +6,14 @@ protocol for all of them, and the published study.
 * :mod:`~beggar_env.forecasting.features`: the engineered features the learned ones read;
 * :mod:`~beggar_env.forecasting.rollouts`: the compiled play-outs behind the Bayes
   forecaster and the oracle;
-* :mod:`~beggar_env.forecasting.protocol`: test sets, metrics, slices and intervals:
-  :func:`evaluate` (any forecaster or policy, on the published protocol) gives a
-  :class:`Report` (a row of the published tables, a submission file); :func:`compare`
-  gives the paired difference of two;
+* :mod:`~beggar_env.forecasting.protocol`: test sets and the runner: :func:`evaluate`
+  (any forecaster or policy, on the published protocol) gives a :class:`Report`;
+  :func:`compare` gives the paired difference of two;
+* :mod:`~beggar_env.forecasting.metrics`: the figures, pure functions over arrays (scores,
+  calibration, slices and bins, bootstrap intervals, the gap closed): a new metric goes here;
+* :mod:`~beggar_env.forecasting.report`: :class:`Report` (a row of the published tables, a
+  submission file), its layouts, schema and ``given``; its rules in
+  :mod:`~beggar_env.forecasting.report_rules`;
 * :mod:`~beggar_env.forecasting.study`: ``beggar baselines``, the published study and its tables;
 * :mod:`~beggar_env.forecasting.events`: the per-step encoding a sequence model reads;
   :mod:`~beggar_env.forecasting.sequences` (games as PyTorch training data) and
@@ -25,9 +29,10 @@ protocol for all of them, and the published study.
 ``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
 """
 
-from . import events, features, forecasters, protocol, rollouts, study
+from . import events, features, forecasters, metrics, protocol, report, rollouts, study
 from .forecasters import Forecaster
-from .protocol import Report, TestSet, compare, evaluate, evaluate_policy
+from .protocol import TestSet, compare, evaluate, evaluate_policy
+from .report import Report
 
 __all__ = [
     "Forecaster",
@@ -39,7 +44,9 @@ __all__ = [
     "events",
     "features",
     "forecasters",
+    "metrics",
     "protocol",
+    "report",
     "rollouts",
     "study",
 ]

@@ -9,7 +9,12 @@ the vector env and ``Dataset.fields`` give them) into probabilities over the
   others return themselves);
 * ``act(obs, forecast)`` is its action in ``Beggar-v0`` or the vector env: a label (the
   most probable outcome) or the probabilities, for one observation or a batch;
-* ``observation`` names the level it reads ("public", "counted" or "full").
+* ``observation`` names the level it reads ("public", "counted" or "full");
+* ``given`` lists what it uses beyond its observation and its training data, in the words
+  of ``report.GIVEN`` (``docs/forecasting.md``): ``["rules engine"]`` for one that plays
+  the real engine (:class:`BayesMC`, :class:`Oracle`), ``[]`` for the rest;
+* ``reports_progress``: whether ``predict_proba(obs, progress=...)`` takes a
+  ``progress(done, total)`` callback (the Bayes forecaster's minutes of rollouts).
 
 Your own model is a forecaster if it has these. The baselines, weakest first:
 :class:`Uniform`, :class:`SeatPrior`, :class:`MostCards`, :class:`CalibratedMostCards`,
@@ -29,11 +34,14 @@ from . import features
 
 
 class Forecaster:
-    """The interface (see the module docstring); subclasses set ``name`` and ``observation``
-    and implement ``predict_proba``."""
+    """The interface (see the module docstring); subclasses set ``name``, ``observation``
+    (and ``given``, if they use more than their observation and training data) and
+    implement ``predict_proba``."""
 
     name = "forecaster"
     observation = "public"
+    given = ()  # what it uses beyond its observation and training data (report.GIVEN)
+    reports_progress = False  # whether predict_proba takes progress=
 
     def __init__(self, n_players: int = 2):
         self.n_players = checks.n_players(n_players)
@@ -212,6 +220,15 @@ class Learned(Forecaster):
     given, is ``early_stopping(model, X, y, X_val, y_val)``: it trains on ``X`` and stops
     on the held-out games ``X_val`` (:func:`held_out_games`); without it the model trains on
     every game.
+
+    Parameters
+    ----------
+    n_players : the player count it forecasts (2, 3 or 4).
+    model : a classifier with ``fit`` and ``predict_proba``.
+    observation : the level whose features it reads: "public" or "counted".
+    name : its name in the tables (by default the model's class and the level).
+    early_stopping : None, or ``early_stopping(model, X, y, X_val, y_val)``.
+    seed : the seed of the held-out games.
     """
 
     def __init__(self, n_players=2, model=None, observation="public", name=None, early_stopping=None, seed=0):
@@ -333,10 +350,22 @@ class BayesMC(Forecaster):
     ``backend="cuda"`` the rollouts run on a GPU (:mod:`beggar_env.gpu`), with the same
     counts; ``threads`` is then refused. ``max_cards``
     must be the env's agreed limit.
+
+    Parameters
+    ----------
+    n_players : the player count it forecasts (2, 3 or 4).
+    k : the rollouts per position.
+    alpha : the pseudo-counts per outcome.
+    seed : the seed of the arrangements dealt.
+    max_cards : the env's agreed limit (None: none).
+    threads : the CPU threads of the rollouts (None: all).
+    backend : "local" (the CPUs) or "cuda" (a GPU).
     """
 
     observation = "counted"
     hands_field = "known"
+    given = ("rules engine",)  # its rollouts play the real engine
+    reports_progress = True  # predict_proba(obs, progress=...): minutes of rollouts
 
     @property
     def name(self):
@@ -391,7 +420,18 @@ class Oracle(BayesMC):
 def baselines(
     n_players, *, seed=0, max_cards=None, prior_games=10**6, bayes_k=256, trees=200, epochs=40
 ) -> list[Forecaster]:
-    """Every baseline of the published table, unfitted, weakest first."""
+    """Every baseline of the published table, unfitted, weakest first.
+
+    Parameters
+    ----------
+    n_players : the player count (2, 3 or 4).
+    seed : the seed of the seat prior's games, the learners and the Bayes forecaster.
+    max_cards : the env's agreed limit (None: none).
+    prior_games : the games behind the seat prior.
+    bayes_k : the Bayes forecaster's rollouts per position.
+    trees : the gradient-boosted trees' iterations (at most: early stopping).
+    epochs : the MLP's epochs (at most: early stopping).
+    """
     return [
         Uniform(n_players),
         SeatPrior(n_players, games=prior_games, seed=seed, max_cards=max_cards),

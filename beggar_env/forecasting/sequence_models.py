@@ -31,8 +31,9 @@ import zipfile
 import numpy as np
 
 from .. import checks, files
-from . import events, protocol, sequences, training
+from . import events, metrics, sequences, training
 from .forecasters import Forecaster
+from .report import check_name
 from .sequence_nets import CausalTransformer, GRUNet
 from .sequences import torch
 from .training import torch_threads
@@ -135,7 +136,7 @@ class SequenceForecaster(Forecaster):
         if self.architecture == "transformer" and self.hidden % 4:
             raise ValueError(f"hidden: the transformer's width is split among 4 heads: a multiple of 4, not {hidden}")
         if name is not None:
-            protocol.check_name(name, "name")
+            check_name(name, "name")
         self._name = name
         self.model = None
         self.history = []
@@ -197,7 +198,7 @@ class SequenceForecaster(Forecaster):
             decay = lambda i: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * min(i / max(windows_ahead, 1), 1.0)))
 
             def figures(epoch, _):
-                scores = protocol.position_scores(
+                scores = metrics.position_scores(
                     self.forecast_games(validation), np.repeat(validation.label, validation.lengths)
                 )
                 return {
