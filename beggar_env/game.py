@@ -336,6 +336,18 @@ def simulate(
     ``tricks``, ``hand_sizes`` and, for cycles (-1 otherwise), ``cycle_start_cards``,
     ``cycle_start_tricks``, ``cycle_cards``, ``cycle_tricks``. Raises ``MemoryError``
     (before playing) when they would not fit in memory: then use :func:`simulate_blocks`.
+
+    Parameters
+    ----------
+    deals_or_count : a number of random games, a sequence of deals, or ``pack_deals``'s arrays.
+    n_players : seats of the random games (None: 2; deals given carry their own).
+    seed : the seed of the random games (None: a fresh one).
+    threads : the compiled threads (None: all cores).
+    max_cards, max_tricks : the limits of a game (None: none).
+    detect_cycles : whether a game stops at its first repeat (a cycle).
+    progress : ``progress(games_done, n_games)``, or None.
+    backend : ``"local"``, ``"ray"`` or ``"cuda"``.
+    address : the Ray cluster's address (None: a local Ray).
     """
     batch = _Batch.of(deals_or_count, n_players, seed, max_cards, max_tricks, detect_cycles)
     itemsize = core.result_dtype(batch.n_players).itemsize
