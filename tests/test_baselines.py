@@ -17,6 +17,8 @@ pytest.importorskip("matplotlib", reason="the baselines' pictures need matplotli
 import beggar_env  # noqa: E402
 from beggar_env.forecasting import forecasters as fc  # noqa: E402
 from beggar_env.forecasting import protocol as ev  # noqa: E402
+from beggar_env.forecasting import report as rp  # noqa: E402
+from beggar_env.forecasting.metrics import GAP_SLICES  # noqa: E402
 from beggar_env.forecasting.study import figures, folder, settings, tables  # noqa: E402
 from beggar_env.forecasting.study.results import add_reports, read_results, results_text  # noqa: E402
 from beggar_env.forecasting.study.run import run as run_study  # noqa: E402
@@ -63,14 +65,14 @@ def test_every_forecaster_is_evaluated_for_every_player_count(study):
         by_name = {r["forecaster"]: r for r in block["reports"]}
         assert by_name["oracle"]["slices"]["all"]["accuracy"]["value"] == 1.0
         bayes = next(r for r in block["reports"] if r["forecaster"].startswith("Bayes"))
-        for name in ev.GAP_SLICES:  # the gap closed on all positions and on each track, with intervals
+        for name in GAP_SLICES:  # the gap closed on all positions and on each track, with intervals
             prior_gap = by_name["seat prior"]["reference"]["gap_closed"][name]["log_loss"]
             bayes_gap = bayes["reference"]["gap_closed"][name]["log_loss"]
             assert prior_gap["value"] == 0 and bayes_gap["value"] == 1 and bayes_gap["ci95"] == [1, 1]
             assert bayes["reference"]["versus_bayes"][name]["accuracy"] == {"difference": 0, "ci95": [0, 0]}
         assert bayes["slices"]["determined"]["accuracy"]["value"] == 1  # the table fixes the outcome there
         assert bayes["slices"]["all"]["log_loss"]["value"] < by_name["seat prior"]["slices"]["all"]["log_loss"]["value"]
-        test_games = beggar_env.simulate(TINY.test_games, n_players=int(n), seed=ev.TEST_SEED)
+        test_games = beggar_env.simulate(TINY.test_games, n_players=int(n), seed=rp.TEST_SEED)
         assert block["positions"] == test_games.cards.sum()  # every card step of every test game
 
 
@@ -103,7 +105,7 @@ def test_outputs_are_written(study):
     )
     assert "The two tracks, each row against the seat prior and Bayes" in tables and "by horizon" in tables
     assert "| most cards - seat prior | " in tables and "The Bayes forecaster by its rollouts per position" in tables
-    assert "| " + " | ".join(ev.Report(bayes).row()) + " |" in tables  # the row print(report) gives
+    assert "| " + " | ".join(rp.Report(bayes).row()) + " |" in tables  # the row print(report) gives
     assert {p.name for p in written} == {
         *(
             f"{kind}_{n}p.png"
@@ -144,8 +146,8 @@ def test_policy_reports_are_added_as_rows(study, tmp_path):
 
 
 def test_a_policy_report_is_checked_before_the_study_runs(tmp_path, monkeypatch, capsys):
-    report = {key: 0 for key in ev.REPORT_KEYS_V1 if key != "by_cards"}
-    report.update(format=ev.REPORT_FORMAT, protocol_version=ev.PROTOCOL_VERSION, test_seed=ev.TEST_SEED)
+    report = {key: 0 for key in rp.REPORT_KEYS_V1 if key != "by_cards"}
+    report.update(format=rp.REPORT_FORMAT, protocol_version=rp.PROTOCOL_VERSION, test_seed=rp.TEST_SEED)
     (tmp_path / "old.json").write_text(json.dumps(report))
     (tmp_path / "other.json").write_text(json.dumps({**report, "by_cards": {}, "n_players": 2, "games": 7}))
     (tmp_path / "bad.json").write_text("{not json")
@@ -513,6 +515,84 @@ def test_results_json_is_compact_and_the_published_one_gives_the_published_table
     more = copy.deepcopy(results)  # the published reports are rows it accepts
     for name in ("ppo_2p.json", "sequences/gru_public_outcome_3p.json"):
         add_reports(more, [published + name])
+
+
+PUBLISHED = beggar_env.__file__.replace("beggar_env/__init__.py", "docs/results/")
+STEP_ROW, STEP_ROW_BEFORE = "Bayes over a hand-built machine, learned rule table", "learned step, rolled out"
+
+
+def test_a_study_written_before_rows_said_what_they_were_given_upgrades_to_the_published_one(tmp_path):
+    """The published results.json was written before rows said what they were given, its
+    step row named "learned step, rolled out (K=256)": read as --redraw reads it, each row is
+    given what its name says and the step row takes its name now, which gives the published
+    results.json byte for byte; a row of a name the upgrade does not know is refused."""
+    text = open(PUBLISHED + "results.json").read()
+    older = json.loads(text)
+    for block in older["players"].values():
+        for row in block["reports"]:
+            del row["given"]
+            row["forecaster"] = row["forecaster"].replace(STEP_ROW, STEP_ROW_BEFORE)
+    path = tmp_path / "results.json"
+    path.write_text(results_text(older))
+    upgraded = read_results(path)
+    assert results_text(upgraded) == text
+    given = {row["forecaster"]: row["given"] for row in upgraded["players"]["2"]["reports"]}
+    assert given[f"{STEP_ROW} (K=256)"] == ["hand-built machine"] and given["oracle"] == ["rules engine"]
+    assert given["Bayes (Monte Carlo, K=256)"] == ["rules engine"] and given["GRU (counted stream)"] == []
+    assert given["GRU (public stream, distilled from Bayes)"] == ["teacher"]
+    older["players"]["3"]["reports"][4]["forecaster"] = "a row of its own"
+    path.write_text(results_text(older))
+    with pytest.raises(ValueError, match=r"reports\[4\]: \$.given: .*'a row of its own'") as caught:
+        read_results(path)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_redraw_writes_a_study_of_the_earlier_layout_again_as_the_published_one(tmp_path):
+    """`beggar baselines --redraw` of the published study as it was before rows said what they
+    were given writes its results.json as this layout holds it (the published one, byte for
+    byte) and the published tables.md: the command that made them."""
+    older = json.loads(open(PUBLISHED + "results.json").read())
+    for block in older["players"].values():
+        for row in block["reports"]:
+            del row["given"]
+            row["forecaster"] = row["forecaster"].replace(STEP_ROW, STEP_ROW_BEFORE)
+    (tmp_path / "results.json").write_text(results_text(older))
+    folder.redraw(tmp_path)
+    assert (tmp_path / "results.json").read_text() == open(PUBLISHED + "results.json").read()
+    assert (tmp_path / "tables.md").read_text() == open(PUBLISHED + "tables.md").read()
+
+
+def test_the_best_learned_row_is_given_neither_the_engine_nor_a_machine():
+    """The headline of a player count's tables names the best row by the log-loss gap it
+    closes among those given neither the rules engine nor a hand-built machine: not the step
+    row (Bayes over a hand-built machine, 1.00), which would be were it a learned model."""
+    block = read_results(PUBLISHED + "results.json")["players"]["2"]
+    assert tables.best_learned(block).startswith(
+        "The best learned row (given neither the rules engine nor a hand-built machine): GRU over each hand (full), "
+        "log loss 0.543, closing 0.26 (0.23 to 0.30) of the log-loss gap"
+    )
+    step = next(row for row in block["reports"] if row["given"] == ["hand-built machine"])
+    step["given"] = []
+    assert f": {step['forecaster']}, log loss 0.123, closing 1.00" in tables.best_learned(block)
+
+
+def test_an_added_row_goes_among_the_learned_rows_or_the_references(tmp_path):
+    """A learned model's row is added after the rows added before it, before the references
+    added at the end (the step row); a reference's (given the engine or a machine) just
+    before the oracle."""
+    results = read_results(PUBLISHED + "results.json")
+    results["players"] = {"2": results["players"]["2"]}
+    before = [row["forecaster"] for row in results["players"]["2"]["reports"]]
+    report = json.loads(open(PUBLISHED + "sequences/gru_public_outcome_2p.json").read())
+    paths = []
+    for name, given in (("mine", []), ("mine, distilled", ["teacher"]), ("mine, on the engine", ["rules engine"])):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps({**report, "forecaster": name, "given": given}))
+    add_reports(results, paths)
+    names = [row["forecaster"] for row in results["players"]["2"]["reports"]]
+    assert names == [*before[:-2], "mine", "mine, distilled", before[-2], "mine, on the engine", "oracle"]
+    assert before[-2] == f"{STEP_ROW} (K=256)"
 
 
 def test_every_row_of_a_picture_is_drawn_in_a_style_of_its_own():

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import protocol as ev
+from .. import metrics
 
 LOG_LOSS_SHOWN = 1.25  # the by-cards log-loss panels stop here (uniform is ln 3 = 1.10); curves above are named
+LABEL_WIDTH = 44  # characters of a legend's line: the legends' room beside the panels (longer names wrap)
 
 
 def palette(n):
@@ -31,7 +32,13 @@ def _style(name, colour):
     if name == "oracle":
         return dict(color="black", ls=":", lw=2.0, zorder=5)
     color, ls = colour
-    return dict(color=color, ls=ls, lw=2.2 if name.startswith("Bayes") else 1.3)
+    return dict(color=color, ls=ls, lw=2.2 if name.startswith("Bayes (Monte Carlo") else 1.3)
+
+
+def _label(name):
+    """A row's name in a legend, wrapped at :data:`LABEL_WIDTH` so that it stays beside the
+    panels (a shorter name is itself)."""
+    return textwrap.fill(name, LABEL_WIDTH)
 
 
 def draw(results, out):
@@ -52,7 +59,7 @@ def draw(results, out):
             curve, name = report["by_cards"], report["forecaster"]
             x = np.arange(len(curve["accuracy"])) * curve["bin"]
             for ax, metric in zip(axes, ("accuracy", "log_loss")):
-                ax.plot(x, curve[metric], label=name, **_style(name, color))
+                ax.plot(x, curve[metric], label=_label(name), **_style(name, color))
             if max(curve["log_loss"]) > LOG_LOSS_SHOWN:
                 above.append(f"{name} ({min(curve['log_loss']):.1f}-{max(curve['log_loss']):.1f})")
         axes[1].set_ylim(0, LOG_LOSS_SHOWN)
@@ -69,7 +76,7 @@ def draw(results, out):
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
         for report, color in zip(block["reports"], colors):
             curve, name = report["reliability"], report["forecaster"]
-            ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, label=name, **_style(name, color))
+            ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, label=_label(name), **_style(name, color))
         ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
         ax.legend(fontsize=6)
         written[out / f"reliability_{n}p.png"] = _png(fig)
@@ -97,13 +104,15 @@ def draw(results, out):
 
 def _draw_outcomes(plt, colors, n, block):
     """Each outcome's reliability: its forecast probability against how often it came true."""
-    outcomes = ev.outcome_names(int(n))
+    outcomes = metrics.outcome_names(int(n))
     fig, axes = plt.subplots(1, len(outcomes), figsize=(4.2 * len(outcomes), 4.4), squeeze=False)
     for ax, outcome in zip(axes[0], outcomes):
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
         for report, color in zip(block["reports"], colors):
             curve, name = report["calibration"]["by_outcome"][outcome], report["forecaster"]
-            ax.plot(curve["probability"], curve["frequency"], marker="o", ms=3, label=name, **_style(name, color))
+            ax.plot(
+                curve["probability"], curve["frequency"], marker="o", ms=3, label=_label(name), **_style(name, color)
+            )
         ax.set(xlabel=f"forecast probability of {outcome}", ylabel="how often it came true", title=outcome)
         ax.grid(alpha=0.3)
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="center right")
@@ -124,7 +133,7 @@ def _draw_horizon(plt, colors, n, block):
         names = curve["bins"]
         for ax, metric in zip(axes, ("accuracy", "log_loss")):
             values = [np.nan if v is None else v for v in curve[metric]]
-            ax.plot(np.arange(len(values)), values, marker="o", ms=3, label=name, **_style(name, color))
+            ax.plot(np.arange(len(values)), values, marker="o", ms=3, label=_label(name), **_style(name, color))
         losses = [v for v in curve["log_loss"] if v is not None]
         if losses and max(losses) > LOG_LOSS_SHOWN:
             above.append(f"{name} ({min(losses):.1f}-{max(losses):.1f})")

@@ -107,12 +107,17 @@ def redraw(out, paths=(), command=None):
     """``beggar baselines --redraw``: read the study in ``out`` (its ``results.json``), add
     the reports ``paths`` as rows (:func:`add_to_written`) and write the tables and the
     pictures again, all under ``results.json``'s lock, so that a second run at the same
-    time is refused (``files.InUse``) rather than lose a row. Returns the pictures written."""
+    time is refused (``files.InUse``) rather than lose a row. A ``results.json`` of an
+    older layout, upgraded as it is read (:func:`~.results.upgrade_results`), is written
+    again as this version writes it, with the tables drawn from it. Returns the pictures
+    written."""
     path = Path(out) / "results.json"
     if not path.is_file():  # before the lock, which would be a new file beside it
         raise ValueError(f"{path} does not exist: run the study first (beggar baselines --out DIR)")
     with files.exclusive(path):
         results = read_results(path)
-        if not paths:
-            return write_tables_and_pictures(results, out)
-        return add_to_written(results, out, paths, command)
+        if paths:
+            return add_to_written(results, out, paths, command)
+        if results_text(results) != path.read_text(encoding="utf-8"):  # upgraded: the file says what the tables do
+            return _write_folder(results, Path(out), with_results=True)
+        return write_tables_and_pictures(results, out)

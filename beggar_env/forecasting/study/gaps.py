@@ -2,6 +2,7 @@
 and Bayes rows, on all positions and each track, and its paired difference to Bayes."""
 
 from .. import protocol as ev
+from ..metrics import reference_values
 
 
 def add_gaps(reports, among, bootstrap=1000):
@@ -9,16 +10,16 @@ def add_gaps(reports, among, bootstrap=1000):
     closes and its paired difference to Bayes, on all positions and each track
     (``protocol.reference_figures``, with intervals, for a report with its per-position
     scores). A report read from a file has none: the figures are computed from its slices
-    (``protocol.reference_values``), and its own intervals are kept where its reference is
+    (``metrics.reference_values``), and its own intervals are kept where its reference is
     the same (the same rows, the same figures: an ``evaluate`` of the published test set
     against the published study); else it has none."""
     prior = next(r for r in among if r["forecaster"] == "seat prior")
-    bayes = next(r for r in among if r["forecaster"].startswith("Bayes"))
+    bayes = next(r for r in among if r["forecaster"].startswith("Bayes (Monte Carlo"))
     for result in reports:
         if getattr(result, "scores", None) is not None and prior.scores is not None and bayes.scores is not None:
             result["reference"] = ev.reference_figures(result, prior, bayes, bootstrap=bootstrap)
             continue
-        figures = ev.reference_values(result, prior, bayes)
+        figures = reference_values(result, prior, bayes)
         if not _same_reference(result.get("reference"), figures):
             result["reference"] = figures
 

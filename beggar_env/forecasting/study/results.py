@@ -5,19 +5,21 @@ own rows)."""
 
 import json
 import os
+import re
 
 from ... import checks, files
 from ...schemas import NUMBER, array, integer, interval, obj
-from .. import protocol as ev
+from ..metrics import GAP_SLICES
+from ..report import REFERENCE_SCHEMA, REPORT_SCHEMA, Report, check_report, read_report_file, upgrade_report
 from .gaps import add_gaps
-from .settings import Protocol, study_names
+from .settings import Protocol, learned, study_names
 
 STRING = {"type": "string"}
 COUNT = integer(0)
 POSITIVE = integer(1)
 
-_ROW = {  # a row of the tables: a report (protocol.REPORT_SCHEMA) with its reference: the gap it closes
-    "allOf": [ev.REPORT_SCHEMA, obj({"reference": ev.REFERENCE_SCHEMA})]
+_ROW = {  # a row of the tables: a report (report.REPORT_SCHEMA) with its reference: the gap it closes
+    "allOf": [REPORT_SCHEMA, obj({"reference": REFERENCE_SCHEMA})]
 }
 _DIFFERENCE = obj({"difference": NUMBER, "ci95": interval()})  # NaN too: the gap closed between two equal rows
 _PAIR = obj(  # the next row against this one
@@ -26,7 +28,7 @@ _PAIR = obj(  # the next row against this one
         "next": STRING,
         **{
             name: {"anyOf": [obj({"accuracy": _DIFFERENCE, "log_loss": _DIFFERENCE}), {"const": {}}]}  # {}: none
-            for name in ev.GAP_SLICES
+            for name in GAP_SLICES
         },
     }
 )
@@ -87,17 +89,20 @@ def read_report(path, protocol, players):
     ``beggar_env.forecasting.evaluate``), checked to be a whole report of this protocol's
     test set for one of ``players``, named apart from the study's own rows:
     ``ValueError`` in one line naming the file and what is wrong, before any work. The
-    checks are those of ``Report.load`` (``protocol.check_report``: the report's JSON
+    checks are those of ``Report.load`` (``report.check_report``: the report's JSON
     Schema and what a schema cannot say); :func:`add_reports` adds those that need the
     study's results (the same test positions, slice by slice)."""
-    report = ev.read_report_file(path)
+    report = read_report_file(path)
+    older = "given" not in report  # upgraded by check_report; renamed here (:func:`renamed`)
     if report["n_players"] not in players or report["games"] != protocol.test_games:
         raise ValueError(
             f"{path}: a report of {checks.excerpt(report['games'])} {checks.excerpt(report['n_players'])}-player test "
             f"games, not of this protocol's test set ({protocol.test_games} games of "
             f"{' or '.join(map(str, players))} players)"
         )
-    report = ev.check_report(report, os.fspath(path))  # a report of layout 1 upgraded
+    report = check_report(report, os.fspath(path))  # a report of an older layout upgraded
+    if older:
+        report["forecaster"] = renamed(report["forecaster"])
     name = report["forecaster"]
     own = {row.casefold() for row in study_names(protocol)}
     if name.casefold() in own or name.casefold().startswith("bayes (monte carlo"):
@@ -105,12 +110,12 @@ def read_report(path, protocol, players):
             f"{path}: $.forecaster: {name!r} is the name of one of the study's own rows: give your forecaster "
             "another name (evaluate(..., name=...))"
         )
-    return ev.Report(report)
+    return Report(report)
 
 
 def add_reports(results, paths):
     """Add forecasters' or policies' reports (``Report.save`` files on the same test set)
-    as rows, before the oracle (a row of the same name, added before, is replaced). Every
+    as rows (a row of the same name, added before, is replaced; :func:`place` says where). Every
     report is checked (:func:`read_report`, and its slices' positions against the
     study's) before ``results`` changes: ``ValueError`` naming the file."""
     protocol = Protocol(**{**results["protocol"], "bayes_sweep": tuple(results["protocol"].get("bayes_sweep", ()))})
@@ -122,7 +127,20 @@ def add_reports(results, paths):
         block = results["players"][str(report["n_players"])]
         block["reports"] = [r for r in block["reports"] if r["forecaster"] != report["forecaster"]]  # a new run of it
         add_gaps([report], block["reports"])
-        block["reports"].insert(-1, report)
+        block["reports"].insert(place(block["reports"], report, protocol), report)
+
+
+def place(rows, report, protocol):
+    """Where an added row goes among a study's ``rows`` (the oracle last): a reference (given
+    the rules engine or a hand-built machine, :func:`~.settings.learned`) just before the
+    oracle; a learned model's after the rows added before it but before the references
+    added at the end, so that these stay beside the oracle."""
+    end = len(rows) - 1
+    if learned(report):
+        own = set(study_names(protocol))
+        while end > 0 and not learned(rows[end - 1]) and rows[end - 1]["forecaster"] not in own:
+            end -= 1
+    return end
 
 
 def _same_positions(path, report, block):
@@ -154,7 +172,38 @@ def read_results(path):
     except (OSError, ValueError, RecursionError) as error:
         reason = getattr(error, "strerror", None) or str(error).splitlines()[0] or type(error).__name__
         raise ValueError(f"{path} cannot be read as JSON: {reason}") from None
+    upgrade_results(results, path)
     check_results(results, path)
+    return results
+
+
+RENAMED = (  # a published row's earlier name, which said more than the row is: its name now
+    (r"learned step, rolled out \(K=(\d+)\)", r"Bayes over a hand-built machine, learned rule table (K=\1)"),
+)
+
+
+def renamed(name):
+    """The name a row of an older layout takes now (:data:`RENAMED`; ``name`` if none): the
+    learned step rolled out is Bayes Monte Carlo over a hand-built queue machine whose rule
+    table is learned, and is named so (``RolledStep``'s name), as a reference."""
+    for old, new in RENAMED:
+        if re.fullmatch(old, name):
+            return re.sub(old, new, name)
+    return name
+
+
+def upgrade_results(results, where):
+    """The rows of a study written before rows said what they were given, as this layout
+    holds them (in place): each given what its name says (``report.upgrade_report``, which
+    keeps its ``format_version``), and :func:`renamed`. What the upgrade cannot read is left
+    as it is, for :func:`check_results` to say what is wrong. Returns ``results``."""
+    blocks = results.get("players") if isinstance(results, dict) else None
+    for n, block in blocks.items() if isinstance(blocks, dict) else ():
+        rows = block.get("reports") if isinstance(block, dict) else None
+        for i, row in enumerate(rows if isinstance(rows, list) else ()):
+            if isinstance(row, dict) and "format_version" in row and "given" not in row:
+                row = upgrade_report(row, f"{where}: $.players['{n}'].reports[{i}]")
+                rows[i] = {**row, "forecaster": renamed(row["forecaster"])}
     return results
 
 

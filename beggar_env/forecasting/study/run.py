@@ -19,6 +19,8 @@ from ...game import simulate_blocks
 from ...stats import Summary
 from .. import forecasters as fc
 from .. import protocol as ev
+from ..metrics import GAP_SLICES
+from ..report import TEST_SEED, check_given
 from .gaps import add_gaps
 from .results import add_reports
 from .settings import FULL, TRAIN_SEED, bayes_name, require_extras
@@ -123,7 +125,8 @@ def _evaluate(forecaster, train, test, protocol, stage):
             forecaster.fit(train)
     fit_seconds = time.perf_counter() - began
     probs, seconds = ev.predict(forecaster, test, stage(forecaster.name, "pos"))
-    result = ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap, forecaster.observation)
+    given = check_given(getattr(forecaster, "given", None), f"{forecaster.name}'s given")
+    result = ev.report(forecaster.name, probs, test, seconds, protocol.bootstrap, forecaster.observation, given=given)
     result["fit_s"] = fit_seconds
     return result
 
@@ -136,11 +139,11 @@ def _determined_probability(k, n_players):
 
 def _paired(worse, better):
     """The next row against this one, on the same positions (differences: next - this)."""
-    difference = ev.compare(better, worse, slices=ev.GAP_SLICES)
+    difference = ev.compare(better, worse, slices=GAP_SLICES)
     return {
         "this": worse["forecaster"],
         "next": better["forecaster"],
-        **{name: difference[name] for name in ev.GAP_SLICES},
+        **{name: difference[name] for name in GAP_SLICES},
     }
 
 
@@ -185,7 +188,7 @@ def run(
     require_extras(sequences)
     results = {
         "protocol": asdict(protocol),
-        "seeds": {"test": ev.TEST_SEED, "train": {n: TRAIN_SEED + n for n in players}, "forecasters": seed},
+        "seeds": {"test": TEST_SEED, "train": {n: TRAIN_SEED + n for n in players}, "forecasters": seed},
         "versions": versions(),
         "machine": machine(),
         "players": {},

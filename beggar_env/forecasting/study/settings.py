@@ -2,7 +2,7 @@
 :data:`QUICK`, a smoke run), the seeds of its training sets, the names of the rows it makes,
 and the extras it needs.
 
-Seeds: test deals from ``protocol.TEST_SEED``, training data from ``TRAIN_SEED + n``,
+Seeds: test deals from ``report.TEST_SEED``, training data from ``TRAIN_SEED + n``,
 forecasters and game statistics from the study's ``seed``: a run is reproduced by its command.
 """
 
@@ -62,6 +62,16 @@ def study_names(protocol):
         bayes_name(protocol),
         fc.Oracle.name,
     ]
+
+
+REFERENCE = ("rules engine", "hand-built machine")  # a row given either is a reference, not a learned model
+
+
+def learned(row):
+    """Whether a row (a report) is a learned model's: its ``given`` has neither the rules
+    engine nor a hand-built machine (a teacher's outputs it may have learned from). The
+    headlines' "best learned" row is the best of these; the others are the references."""
+    return not set(row["given"]) & set(REFERENCE)
 
 
 INSTALL = checks.install_hint("baselines") + " (scikit-learn and matplotlib)"

@@ -3,7 +3,9 @@ the game statistics and, for each player count, the headline columns of ``print(
 more figures, the two tracks, the horizons, every slice, the paired differences of
 neighbouring rows and the Bayes forecaster's K sweep."""
 
-from .. import protocol as ev
+from ..metrics import GAP_SLICES, TRACKS
+from ..report import Report
+from .settings import learned
 
 TABLE_SLICES = ("all", "cards 0-25", "cards 104-207", "open", "determined")
 
@@ -26,7 +28,7 @@ def table_rows(block):
         row["brier"] = _value(report, "all", "brier")
         row["ece"] = report["slices"]["all"]["ece"]
         row["classwise ece"] = report["calibration"]["classwise_ece"]
-        for slice_name in ev.GAP_SLICES:
+        for slice_name in GAP_SLICES:
             where = "" if slice_name == "all" else f" {slice_name}"
             gaps = report["reference"]["gap_closed"][slice_name]
             row[f"gap closed{where}"] = _gap(gaps, "log_loss")
@@ -59,7 +61,7 @@ def _with_interval(figure):
 def markdown_table(block):
     header = ["forecaster", "accuracy (95% CI)", "log loss (95% CI)", "Brier", "ECE", "class-wise ECE"]
     header += [f"acc. / log loss, {s}" for s in TABLE_SLICES[1:]]
-    header += [f"gap closed{'' if s == 'all' else ', ' + s}, acc. / log loss" for s in ev.GAP_SLICES]
+    header += [f"gap closed{'' if s == 'all' else ', ' + s}, acc. / log loss" for s in GAP_SLICES]
     header.append("forecasts/s")
     rows = []
     for report, row in zip(block["reports"], table_rows(block)):
@@ -107,7 +109,7 @@ def tracks_table(block):
     row's reference; "n/a" where no interval could be had (a row derived from an older
     report, or added from a report made against another reference)."""
     header = ["forecaster"]
-    for track, name in ev.TRACKS:
+    for track, name in TRACKS:
         where = f"{track} ({name})"
         header += [
             f"{where}: accuracy (95% CI)",
@@ -120,7 +122,7 @@ def tracks_table(block):
     for report in block["reports"]:
         cells = [report["forecaster"]]
         reference = report["reference"]
-        for _, name in ev.TRACKS:
+        for _, name in TRACKS:
             figures = report["slices"][name]
             if "accuracy" not in figures:
                 cells += ["-"] * 5
@@ -173,7 +175,7 @@ def paired_table(block):
     rows = []
     for pair in block.get("paired", []):
         cells = [f"{pair['next']} - {pair['this']}"]
-        for name in ev.GAP_SLICES:
+        for name in GAP_SLICES:
             for metric in ("accuracy", "log_loss"):
                 figure = pair[name].get(metric)
                 cells.append("-" if figure is None else _signed(figure, "difference", "{:+.3f}"))
@@ -229,10 +231,27 @@ def statistics_table(results):
 
 
 def headline_table(block):
-    """Every forecaster's row as ``print(report)`` gives it (``Report.markdown``): accuracy
-    and log loss with their 95% intervals, on all positions and the headline slices."""
-    rows = [ev.Report(report).row() for report in block["reports"]]
-    return _markdown(ev.Report.header(), rows)
+    """Every forecaster's row as ``print(report)`` gives it (``Report.markdown``): what it
+    was given, accuracy and log loss with their 95% intervals, on all positions and the
+    headline slices."""
+    rows = [Report(report).row() for report in block["reports"]]
+    return _markdown(Report.header(), rows)
+
+
+def best_learned(block):
+    """The headline: the best learned row (:func:`~.settings.learned`: given neither the
+    rules engine nor a hand-built machine) by the log-loss gap it closes on all positions,
+    with that gap and its log loss; the first of equals. None without a learned row."""
+    rows = [report for report in block["reports"] if learned(report)]
+    if not rows:
+        return None
+    best = max(rows, key=lambda report: _gap(report["reference"]["gap_closed"]["all"], "log_loss"))
+    gap = best["reference"]["gap_closed"]["all"]["log_loss"]
+    return (
+        f"The best learned row (given neither the rules engine nor a hand-built machine): {best['forecaster']}, "
+        f"log loss {_value(best, 'all', 'log_loss'):.3f}, closing {_signed(gap, 'value', '{:.2f}')} of the "
+        "log-loss gap between the seat prior and Bayes.\n"
+    )
 
 
 def tables_text(results) -> str:
@@ -243,11 +262,13 @@ def tables_text(results) -> str:
     for n, block in results["players"].items():
         parts += [
             f"\n## {n} players\n",
+            *filter(None, [best_learned(block)]),
             f"{block['positions']:,} test positions ({block['open_positions']:,} open, the inference track; "
             f"{block['positions'] - block['open_positions']:,} determined, the simulation track) of "
             f"{results['protocol']['test_games']:,} games; {block['train_samples']:,} training samples; at "
             f"{block['open_unanimous']:.1%} of the open positions every one of the Bayes forecaster's rollouts "
-            "gave the same outcome. The columns of `print(report)` (`beggar_env.forecasting.evaluate`), with "
+            "gave the same outcome. The columns of `print(report)` (`beggar_env.forecasting.evaluate`): what "
+            "each row was given beyond its observation and training data (-: nothing), then its figures with "
             "95% intervals over resampled games (the gap closed between the seat prior and Bayes, over the same"
             " resampled games; n/a: not available, see results.md):\n",
             headline_table(block),
