@@ -48,7 +48,7 @@ MODEL_FORMAT = "beggar-env sequence forecaster"
 
 
 def budget(architecture, quick=False):
-    """The settings of the published rows (``examples/sequence_forecasters.py``, ``beggar
+    """The settings of the published rows (``studies/sequence_forecasters.py``, ``beggar
     baselines --sequences``), or of a smoke run of seconds."""
     checks.choice("architecture", architecture, ARCHITECTURES)
     return dict(QUICK) if quick else dict(PUBLISHED, hidden=WIDTH[architecture])

@@ -4,8 +4,8 @@ protocol, and write one report per row (``Report.save``; ``beggar baselines --re
 --forecaster FILE`` adds one to the tables), the compute-accuracy curves and a summary.
 
     pip install -e '.[rl,baselines]'
-    python examples/forward_forecasters.py --players 2 --rows step curve --out docs/results/forward
-    python examples/forward_forecasters.py --quick --out /tmp/forward     # a smoke run
+    python studies/forward_forecasters.py --players 2 --rows step curve --out docs/results/forward
+    python studies/forward_forecasters.py --quick --out /tmp/forward     # a smoke run
 
 Rows (``--rows``):
 
@@ -80,7 +80,7 @@ def figures(report):
 
 
 def finish(report, args, **extra):
-    report["command"] = "python examples/forward_forecasters.py " + " ".join(args.argv)
+    report["command"] = "python studies/forward_forecasters.py " + " ".join(args.argv)
     report["made"] = {
         "date": time.strftime("%Y-%m-%d"),
         "torch": torch.__version__,
@@ -222,7 +222,7 @@ def curve(n_players, args, out, learned):
         "positions": int(len(test.labels)),
         "open_positions": int(test.slices["open"].sum()),
         "points": points,
-        "command": "python examples/forward_forecasters.py " + " ".join(args.argv),
+        "command": "python studies/forward_forecasters.py " + " ".join(args.argv),
         "date": time.strftime("%Y-%m-%d"),
     }
     name = f"{'step_curve' if learned else 'curve'}_{n_players}p.json"

@@ -5,8 +5,8 @@ FILE`` adds them to the tables) and a summary with the learning curves, the cost
 "memory recovered" figure.
 
     pip install -e '.[rl,baselines]'
-    python examples/sequence_forecasters.py --players 2 --out docs/results/sequences
-    python examples/sequence_forecasters.py --quick --out /tmp/sequences      # a smoke run, seconds
+    python studies/sequence_forecasters.py --players 2 --out docs/results/sequences
+    python studies/sequence_forecasters.py --quick --out /tmp/sequences      # a smoke run, seconds
 
 * Training games come from :class:`beggar_env.forecasting.sequences.GameStreams` (fresh
   games every epoch, seeded by ``--seed``), never the test seed; early stopping on
@@ -93,7 +93,7 @@ def train_and_evaluate(n_players, spec, args):
     report["train_games"] = forecaster.games * forecaster.epochs
     report["history"] = forecaster.history
     report["settings"] = forecaster.settings()
-    report["command"] = "python examples/sequence_forecasters.py " + " ".join(args.argv)
+    report["command"] = "python studies/sequence_forecasters.py " + " ".join(args.argv)
     report["made"] = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "threads": torch.get_num_threads()}
     return report
 
