@@ -1,7 +1,9 @@
 """``tables.md``: the study's tables in markdown, from ``results.json`` as it holds them:
-the game statistics and, for each player count, the headline columns of ``print(report)``,
-more figures, the two tracks, the horizons, every slice, the paired differences of
+the game statistics and, for each player count, the best learned row (the headline), the
+columns of ``print(report)``, more figures, the two tracks, the horizons, every slice, the paired differences of
 neighbouring rows and the Bayes forecaster's K sweep."""
+
+import math
 
 from ..metrics import GAP_SLICES, TRACKS
 from ..report import Report
@@ -245,7 +247,8 @@ def best_learned(block):
     rows = [report for report in block["reports"] if learned(report)]
     if not rows:
         return None
-    best = max(rows, key=lambda report: _gap(report["reference"]["gap_closed"]["all"], "log_loss"))
+    gaps = [_gap(report["reference"]["gap_closed"]["all"], "log_loss") for report in rows]
+    best = rows[max(range(len(rows)), key=lambda i: -math.inf if math.isnan(gaps[i]) else gaps[i])]
     gap = best["reference"]["gap_closed"]["all"]["log_loss"]
     return (
         f"The best learned row (given neither the rules engine nor a hand-built machine): {best['forecaster']}, "
