@@ -6,6 +6,7 @@ protocol, and write one report per row (``Report.save``; ``beggar baselines --re
     pip install -e '.[rl,baselines]'
     python studies/forward_forecasters.py --players 2 --rows step curve --out docs/results/forward
     python studies/forward_forecasters.py --quick --out /tmp/forward     # a smoke run
+    python studies/forward_forecasters.py --redraw --out docs/results/forward  # the curves' figures, from their JSON
 
 Rows (``--rows``):
 
@@ -29,6 +30,7 @@ seat prior and Bayes) with its training seconds and settings and the command tha
 """
 
 import argparse
+import io
 import json
 import platform
 import sys
@@ -43,6 +45,7 @@ from beggar_env import __version__, core, datasets, files
 from beggar_env.forecasting import forecasters, machine, protocol, transitions
 from beggar_env.forecasting.full_view import FullViewForecaster
 from beggar_env.forecasting.step_model import StepModel
+from beggar_env.forecasting.study.figures import PNG_COLOURS
 from beggar_env.forecasting.study.settings import TRAIN_SEED
 
 CURVE_TRICKS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, None)  # None: to the end
@@ -63,6 +66,9 @@ def parse_args(argv=None):
         "--step-games", type=int, default=4_000_000, help="games whose transitions the step learns (default 4,000,000)"
     )
     parser.add_argument("--out", required=True, help="folder for the reports, curves and summary")
+    parser.add_argument(
+        "--redraw", action="store_true", help="only redraw the curves' figures from their JSON files in --out"
+    )
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.quick:
@@ -233,10 +239,14 @@ def curve(n_players, args, out, learned):
 
 
 def plot(result, path):
+    """Draw a curve (accuracy and log loss against the budget played exactly) to ``path``,
+    stored as the study's figures are (``study.figures``): a palette of its
+    ``PNG_COLOURS`` colours and Pillow's ``optimize``, a third of a full-colour PNG's size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from PIL import Image
 
     points = result["points"]
     last = max(p["budget"] or 0 for p in points) * 2 or 1
@@ -256,8 +266,14 @@ def plot(result, path):
     who = "learned step" if result["unit"] == "cards" else "engine"
     fig.suptitle(f"{result['n_players']} players: the {who} plays forward, then a learner scores the position")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    drawn = io.BytesIO()
+    fig.savefig(drawn, format="png", dpi=110)
     plt.close(fig)
+    drawn.seek(0)
+    with Image.open(drawn) as image:
+        small = image.convert("RGB").quantize(PNG_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    with files.replacing(str(path)) as f:
+        small.save(f, format="png", optimize=True)
     print(f"-> {path}", flush=True)
 
 
@@ -265,6 +281,10 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
+    if args.redraw:
+        for path in sorted(out.glob("*curve_*p.json")):
+            plot(json.loads(path.read_text()), path.with_suffix(".png"))
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     for n in args.players:
         for row in args.rows:
