@@ -133,8 +133,11 @@ def play(job, counts, first, n, merged):
             m = min(launch_size(), local + size - lo)
             settings = (np.int8(source), np.uint64(job.seed), deck, np.int64(fixed), rest, np.int64(lo), np.int64(m))
             stats, keys, periods = _launch(kernel, threads, settings, n_cards + job.n_players - 1)
-            longest = stats[:, STAT_CARDS:]  # cards, tricks, index from lo (-1: none)
-            longest[:, 2] = np.where(longest[:, 2] >= 0, lo + offset + longest[:, 2], -1)
+            longest = [  # the index in Python integers: an every census's positions pass int64
+                (int(cards), int(tricks), lo + offset + int(index))
+                for cards, tricks, index in stats[:, STAT_CARDS:]
+                if index >= 0
+            ]
             merged(m, stats[:, STAT_ENDED].sum(), longest, keys, periods)
 
 
