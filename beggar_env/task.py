@@ -283,7 +283,7 @@ def _write_known(s, out, k, unseen):
         hidden = core.dealt_left(s, p)
         for j in range(PILE_SLOTS):
             if j < hidden:
-                card = s.hands[p, (head + j) & mask]
+                card = int(s.hands[p, (head + j) & mask])  # an int8: plus the offset it overflows in plain Python
                 out[unseen + card] += 1
                 out[k + j] = UNKNOWN
             else:

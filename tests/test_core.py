@@ -41,14 +41,17 @@ def test_the_engine_runs_as_plain_python_with_the_jit_disabled():
         "import json, beggar_env as b; "
         "r = [b.play(d) for d in ('-A--Q/----K-J', 'J--/-J-', '--J-/K-J-', '-Q-/--K/J--')]; "
         "s = b.simulate(20, n_players=3, seed=2); "
-        "print(json.dumps([[x.outcome, x.winner, x.cards, x.tricks] for x in r] + [s.cards.tolist()]))"
+        "import gymnasium as gym; e = gym.make('Beggar-v0', observation='counted'); o, _ = e.reset(seed=1); "
+        "seen = [{k: v.tolist() for k, v in e.step(0)[0].items()} for _ in range(40)]; "
+        "print(json.dumps([[x.outcome, x.winner, x.cards, x.tricks] for x in r] + [s.cards.tolist(), seen]))"
     )
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     plain = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, timeout=300
     )
     assert plain.returncode == 0, plain.stderr
-    compiled = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # the compiled run may compile the engine first: minutes on a busy machine
+    compiled = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert compiled.returncode == 0, compiled.stderr
     assert json.loads(plain.stdout) == json.loads(compiled.stdout)
     assert json.loads(plain.stdout)[0] == ["win", 1, 12, 1]
