@@ -10,6 +10,7 @@ import importlib
 import math
 import numbers
 import os
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -145,6 +146,14 @@ def callback(name, value):
     """None, or something to call (a progress report, a policy)."""
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be None or a callable, not {type(value).__name__} {excerpt(value)}")
+    return value
+
+
+def observations(name, value):
+    """A batch of observations: a mapping of field names to arrays (its fields are checked
+    where they are read)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of observation fields, not {type(value).__name__} {excerpt(value)}")
     return value
 
 

@@ -259,6 +259,21 @@ def test_the_oracle_refuses_a_full_view_that_no_game_shows():
         fc.Oracle(2).predict_proba([1, 2, 3])
 
 
+def test_every_reader_of_a_batch_refuses_what_is_not_a_dict_of_fields_alike():
+    from beggar_env.forecasting import machine
+    from beggar_env.forecasting.rollouts import check_positions
+
+    readers = {
+        "uniform": fc.Uniform(2).predict_proba,
+        "oracle": fc.Oracle(2).predict_proba,
+        "machine.rolled": machine.rolled,
+        "check_positions": lambda obs: check_positions(obs, "known", 2),
+    }
+    for name, read in readers.items():
+        with pytest.raises(TypeError, match=r"^obs must be a dict of observation fields, not list \[1, 2, 3\]$"):
+            read([1, 2, 3])
+
+
 @pytest.mark.parametrize("n_players", [2, 3, 4])
 def test_every_position_of_real_games_passes_the_checks(n_players):
     """The rules are what every position meets: every card step of random games, and the

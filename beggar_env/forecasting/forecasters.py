@@ -24,8 +24,6 @@ Monte Carlo: the ceiling for anything that sees only the table) and :class:`Orac
 (every hand known: the outcome is determined). ``docs/forecasting.md`` describes them.
 """
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from .. import checks, core, gpu
@@ -87,8 +85,7 @@ def _check_obs(forecaster, obs):
     """The number of positions of a batch of observations (a dict of fields) of the
     forecaster's level and player count. The forecasters that hand the batch to compiled
     code check all of it as well (:func:`beggar_env.forecasting.rollouts.check_positions`)."""
-    if not isinstance(obs, Mapping):
-        raise TypeError(f"obs must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
+    checks.observations("obs", obs)
     needed = {"public": "cards", "counted": "known", "full": "hands"}[forecaster.observation]
     for name in (needed, "cards", "hand_sizes"):
         if name not in obs:

@@ -23,8 +23,6 @@ Compiled with numba; needs no torch (a step model is any object with ``n_players
 ``table()``).
 """
 
-from collections.abc import Mapping
-
 import numpy as np
 from numba import prange
 
@@ -168,8 +166,7 @@ def check_obs(forecaster, obs):
     """The number of positions of a batch of observations of the forecaster's level and
     player count (``ValueError`` naming what is missing)."""
     needed = {"public": "cards", "counted": "known", "full": "hands"}[forecaster.observation]
-    if not isinstance(obs, Mapping):
-        raise TypeError(f"obs must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
+    checks.observations("obs", obs)
     if needed not in obs:
         raise ValueError(f"{forecaster.name} reads observation={forecaster.observation!r}: obs needs {needed!r}")
     hands_field = "known" if needed == "known" else "hands"
@@ -207,8 +204,7 @@ def rolled(obs, step=None, *, cards=None, tricks=None, leaf=None, k=256, seed=0,
     alpha : the smoothing of an ended game's outcome.
     threads : the compiled rollouts' threads (None: numba's default).
     """
-    if not isinstance(obs, Mapping):
-        raise TypeError(f"obs must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
+    checks.observations("obs", obs)
     hands_field = "known" if "known" in obs else "hands"
     arrays = table_arrays(obs, hands_field)  # every field checked before the compiled rollouts read it
     n, n_players = arrays[0].shape[:2]

@@ -16,8 +16,6 @@ uniform over the arrangements of the unseen cards in the unknown places (see
 ``docs/forecasting.md``), so the outcome frequencies converge to the Bayes posterior.
 """
 
-from collections.abc import Mapping
-
 import numpy as np
 from numba import prange
 
@@ -132,8 +130,7 @@ def check_positions(obs, hands_field="known", n_players=None, who="obs"):
     ``n_players``, if given, the seats of ``hand_sizes``. Returns the fields as arrays;
     ``TypeError`` or ``ValueError`` naming the field (``who[...]``) and the first position
     that is wrong."""
-    if not isinstance(obs, Mapping):
-        raise TypeError(f"{who} must be a dict of observation fields, not {type(obs).__name__} {checks.excerpt(obs)}")
+    checks.observations(who, obs)
     cards = _field(obs, "cards", np.shape(obs["cards"]) if "cards" in obs else (), who)
     if cards.ndim != 1:
         raise ValueError(f"{who}['cards'] must have shape (positions,), not {cards.shape}")
