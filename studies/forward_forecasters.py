@@ -30,7 +30,6 @@ seat prior and Bayes) with its training seconds and settings and the command tha
 """
 
 import argparse
-import io
 import json
 import platform
 import sys
@@ -45,7 +44,7 @@ from beggar_env import __version__, core, datasets, files
 from beggar_env.forecasting import forecasters, machine, protocol, transitions
 from beggar_env.forecasting.full_view import FullViewForecaster
 from beggar_env.forecasting.step_model import StepModel
-from beggar_env.forecasting.study.figures import PNG_COLOURS
+from beggar_env.forecasting.study.figures import png
 from beggar_env.forecasting.study.settings import TRAIN_SEED
 
 CURVE_TRICKS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, None)  # None: to the end
@@ -240,13 +239,12 @@ def curve(n_players, args, out, learned):
 
 def plot(result, path):
     """Draw a curve (accuracy and log loss against the budget played exactly) to ``path``,
-    stored as the study's figures are (``study.figures``): a palette of its
+    stored as the study's figures are (``study.figures.png``): a palette of
     ``PNG_COLOURS`` colours and Pillow's ``optimize``, a third of a full-colour PNG's size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from PIL import Image
 
     points = result["points"]
     last = max(p["budget"] or 0 for p in points) * 2 or 1
@@ -265,15 +263,8 @@ def plot(result, path):
     axes[0].legend()
     who = "learned step" if result["unit"] == "cards" else "engine"
     fig.suptitle(f"{result['n_players']} players: the {who} plays forward, then a learner scores the position")
-    fig.tight_layout()
-    drawn = io.BytesIO()
-    fig.savefig(drawn, format="png", dpi=110)
-    plt.close(fig)
-    drawn.seek(0)
-    with Image.open(drawn) as image:
-        small = image.convert("RGB").quantize(PNG_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     with files.replacing(str(path)) as f:
-        small.save(f, format="png", optimize=True)
+        f.write(png(fig, dpi=110))
     print(f"-> {path}", flush=True)
 
 

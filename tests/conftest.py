@@ -258,7 +258,7 @@ def pytest_sessionstart(session):
     if reporter is not None and warmup.cache_is_empty():
         reporter.write_line(
             f"beggar-env: this build's numba cache ({jit.CACHE_FOLDER}) is empty, so the first tests compile the "
-            "package as they go (about 8 minutes for the fast suite on 2 cores; `beggar warmup` compiles it all in 2 or 3)"
+            "package as they go (about 8 minutes for the fast suite on 2 cores; `beggar warmup` compiles it all in 2-3)"
         )
 
 

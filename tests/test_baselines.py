@@ -402,7 +402,7 @@ def test_a_drawing_that_fails_writes_nothing(study, mine, tmp_path, monkeypatch)
     def broken(fig, rect=None):
         raise RuntimeError("matplotlib failed")
 
-    monkeypatch.setattr(figures, "_png", broken)
+    monkeypatch.setattr(figures, "png", broken)
     with pytest.raises(RuntimeError, match="matplotlib failed"):
         folder.redraw(out, [path], "a command")
     assert snapshot(out) == before

@@ -71,7 +71,7 @@ def draw(results, out):
             ax.grid(alpha=0.3)
         fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="center right")
         fig.suptitle(f"{n} players: forecasts by cards played (test positions, bins of 10 cards)")
-        written[out / f"by_cards_{n}p.png"] = _png(fig, rect=(0, 0, 0.82, 1))  # the legend on the right
+        written[out / f"by_cards_{n}p.png"] = png(fig, rect=(0, 0, 0.82, 1))  # the legend on the right
         fig, ax = plt.subplots(figsize=(5.5, 5.5))
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
         for report, color in zip(block["reports"], colors):
@@ -79,7 +79,7 @@ def draw(results, out):
             ax.plot(curve["confidence"], curve["accuracy"], marker="o", ms=3, label=_label(name), **_style(name, color))
         ax.set(xlabel="confidence (top label)", ylabel="accuracy", title=f"{n} players: reliability (quantile bins)")
         ax.legend(fontsize=6)
-        written[out / f"reliability_{n}p.png"] = _png(fig)
+        written[out / f"reliability_{n}p.png"] = png(fig)
         written[out / f"reliability_by_outcome_{n}p.png"] = _draw_outcomes(plt, colors, n, block)
         written[out / f"horizon_{n}p.png"] = _draw_horizon(plt, colors, n, block)
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -98,7 +98,7 @@ def draw(results, out):
             )
     ax.set(xlabel="cards played in the game", ylabel="share of games", xlim=(0, 1500), title="Game lengths")
     ax.legend()
-    written[out / "game_lengths.png"] = _png(fig)
+    written[out / "game_lengths.png"] = png(fig)
     return written
 
 
@@ -117,7 +117,7 @@ def _draw_outcomes(plt, colors, n, block):
         ax.grid(alpha=0.3)
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="center right")
     fig.suptitle(f"{n} players: reliability of each outcome (quantile bins; class-wise ECE in the table)")
-    return _png(fig, rect=(0, 0, 0.84, 1))
+    return png(fig, rect=(0, 0, 0.84, 1))
 
 
 def _draw_horizon(plt, colors, n, block):
@@ -155,23 +155,24 @@ def _draw_horizon(plt, colors, n, block):
     axes[1].invert_xaxis()
     fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="center right")
     fig.suptitle(f"{n} players: forecasts by horizon (test positions)")
-    return _png(fig, rect=(0, bottom, 0.80, 1))
+    return png(fig, rect=(0, bottom, 0.80, 1))
 
 
 PNG_DPI = 100
 PNG_COLOURS = 128  # a palette of this many colours: line plots need few, and the files shrink threefold
 
 
-def _png(fig, rect=None):
-    """The figure as PNG bytes (closed): drawn at :data:`PNG_DPI`, then stored with a
-    palette of :data:`PNG_COLOURS` colours and Pillow's ``optimize`` (docs/ stays small)."""
+def png(fig, rect=None, dpi=PNG_DPI):
+    """The figure as PNG bytes (closed): drawn at ``dpi``, then stored with a palette of
+    :data:`PNG_COLOURS` colours and Pillow's ``optimize`` (docs/ stays small). The studies'
+    own figures are stored so too."""
     import matplotlib.pyplot as plt
     from PIL import Image
 
     try:
         fig.tight_layout(rect=rect)
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=PNG_DPI)
+        fig.savefig(buffer, format="png", dpi=dpi)
     finally:
         plt.close(fig)
     buffer.seek(0)
