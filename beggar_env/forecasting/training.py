@@ -13,11 +13,12 @@ the same way: the loop itself draws no random numbers.
 Needs torch (``pip install 'beggar-env[rl]'``).
 """
 
+import os
 import sys
 
 import numpy as np
 
-from .. import checks
+from .. import checks, files
 
 torch = checks.import_extra("torch", "rl", "beggar_env.forecasting.training", "a CPU-only torch build")
 
@@ -101,7 +102,7 @@ def progress_of(progress, description, unit):
 
 def train(
     model, batches, loss, *, lr, epochs, schedule, clip=None, figures=None, keep_best=False, progress=None,
-    work=None, description="training", unit="epoch",
+    work=None, description="training", unit="epoch", checkpoint=None,
 ):  # fmt: skip
     """Train ``model`` with Adam and return its history: ``epochs`` passes over
     ``batches(epoch)``, a step of the optimiser and of the schedule on each batch's
@@ -124,12 +125,17 @@ def train(
     work : ``work(batch)``, the ``(done, total)`` of progress after a batch (None: epochs done).
     description : the progress bar's title.
     unit : the progress bar's unit.
+    checkpoint : a file that holds the training after each epoch (weights, Adam's and the
+        schedule's state, the history), replaced whole; when it exists, training resumes
+        from it, so that a run stopped anywhere and started again ends as one run would
+        have (given batches that depend on the epoch alone). None: no checkpoint.
     """
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = schedule(optimiser)
     history, best, best_loss = [], None, np.inf
+    start = 0 if checkpoint is None else resume(checkpoint, model, optimiser, scheduler, history)
     with progress_of(progress, description, unit) as shown:
-        for epoch in range(epochs):
+        for epoch in range(start, epochs):
             model.train()
             last = None
             for batch in batches(epoch):
@@ -152,7 +158,34 @@ def train(
                 shown(epoch + 1, epochs)
             if entry is not None and "val_log_loss" in entry:
                 shown.epoch(epoch + 1, epochs, entry["val_log_loss"])
+            if checkpoint is not None:
+                save_checkpoint(checkpoint, epoch + 1, model, optimiser, scheduler, history)
     if best is not None:
         model.load_state_dict(best)
     model.eval()
     return history
+
+
+def save_checkpoint(path, epochs_done, model, optimiser, scheduler, history):
+    """The training's state after ``epochs_done`` epochs, the whole of ``path``."""
+    state = dict(
+        epochs_done=epochs_done,
+        model=model.state_dict(),
+        optimiser=optimiser.state_dict(),
+        scheduler=scheduler.state_dict(),
+        history=history,
+    )
+    with files.replacing(path) as f:
+        torch.save(state, f)
+
+
+def resume(path, model, optimiser, scheduler, history) -> int:
+    """Load a checkpoint into the training's parts if ``path`` exists; the epochs it had done (0 if none)."""
+    if not os.path.exists(path):
+        return 0
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(state["model"])
+    optimiser.load_state_dict(state["optimiser"])
+    scheduler.load_state_dict(state["scheduler"])
+    history[:] = state["history"]
+    return int(state["epochs_done"])

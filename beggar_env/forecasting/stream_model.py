@@ -1,0 +1,173 @@
+"""A stream model that plays the game forward from the cards' faces, with no engine, no
+machine and no table at forecast time: a small causal transformer over the tokens of
+:mod:`~beggar_env.forecasting.face_streams`, trained by next-token loss on whole engine
+games, rolled out greedily (or sampled) until it writes ``END``.
+
+The network (:class:`StreamNet`): each token's kind, face, size and the face it was played
+on (the card beneath it on the pile, as the table shows it: :func:`face_streams.under`)
+embedded and summed;
+pre-norm blocks of causal self-attention with an ALiBi-style linear bias by distance (one
+slope per head, one head with none) and a hard window of ``window`` tokens, so a model
+trained on windows of ``length`` tokens reads any game, however long, with the same
+attention; three heads read the next token's kind, face and size.
+
+Training (:func:`window_batch`, :func:`loss`): windows cut from fresh random games, the
+loss of a face left out where the face has not been played before in the window (nothing
+to copy: the first appearances), a small share of the input faces replaced by random ones
+(so that a rollout recovers from an early mistake rather than compounding it).
+
+Needs torch (``pip install 'beggar-env[rl]'``).
+"""
+
+import math
+
+import numpy as np
+
+from .. import checks
+
+torch = checks.import_extra("torch", "rl", "beggar_env.forecasting.stream_model", "a CPU-only torch build")
+nn = torch.nn
+F = torch.nn.functional
+
+from . import face_streams as fs  # noqa: E402 (after torch's check)
+
+
+class StreamNet(nn.Module):
+    """The causal transformer over face-stream tokens (see the module's docstring).
+
+    Parameters
+    ----------
+    n_players : the player count of its games.
+    width : the model's width.
+    layers : transformer blocks.
+    heads : attention heads per block.
+    window : tokens back each token attends to (itself included).
+    """
+
+    def __init__(self, n_players=2, width=128, layers=3, heads=4, window=256):
+        super().__init__()
+        self.n_players, self.window, self.heads = n_players, window, heads
+        self.settings = dict(n_players=n_players, width=width, layers=layers, heads=heads, window=window)
+        self.kind = nn.Embedding(fs.n_kinds(n_players), width)
+        self.face = nn.Embedding(fs.NO_FACE + 1, width)
+        self.size = nn.Embedding(fs.NO_SIZE + 1, width)
+        self.under = nn.Embedding(fs.NO_FACE + 1, width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(width)
+        self.kind_head = nn.Linear(width, fs.n_kinds(n_players) - 1)  # never BOS
+        self.face_head = nn.Linear(width, fs.NO_FACE)
+        self.size_head = nn.Linear(width, fs.N_SIZES)
+        slopes = [2.0 ** (-1 - 2 * h) for h in range(heads - 1)] + [0.0]
+        self.register_buffer("slopes", torch.tensor(slopes).view(heads, 1, 1), persistent=False)
+
+    def bias(self, n, device=None):
+        """The attention bias of ``n`` tokens: ``-slope * distance`` within the causal window, -inf elsewhere."""
+        i = torch.arange(n, device=device)
+        distance = (i.view(-1, 1) - i.view(1, -1)).float()
+        inside = (distance >= 0) & (distance < self.window)
+        return torch.where(inside, -self.slopes * distance, torch.tensor(-math.inf))
+
+    def forward(self, kind, face, size, under):
+        """Logits of the next token's kind, face and size at every position of ``(batch, n)`` tokens."""
+        x = self.kind(kind) + self.face(face) + self.size(size) + self.under(under)
+        bias = self.bias(kind.shape[1], kind.device)
+        for block in self.blocks:
+            x = block(x, bias)
+        x = self.norm(x)
+        return self.kind_head(x), self.face_head(x), self.size_head(x)
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: attention with a given bias, then a 4x MLP."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x, bias):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        x = x + self.out(attended.transpose(1, 2).reshape(b, n, d))
+        return x + self.mlp(self.norm2(x))
+
+
+# ------------------------------------------------------------------------- training
+
+
+def window_batch(games, n_players, batch, length, rng, corrupt=0.0):
+    """``batch`` windows of ``length + 1`` tokens cut at random from ``games`` (face_streams'
+    ``(kind, face, size, offsets)``; a game shorter than the window is padded after its end
+    with masked tokens), as torch tensors: inputs ``(kind, face, size)``, targets, and the
+    masks of the face and size losses. ``corrupt``: the share of input faces replaced by a
+    random face."""
+    kind, face, size, offsets = games
+    lengths = np.diff(offsets)
+    g = rng.integers(0, len(lengths), batch)
+    span = np.maximum(lengths[g] - length - 1, 0)
+    start = offsets[g] + (rng.random(batch) * (span + 1)).astype(np.int64)
+    stop = np.minimum(start + length + 1, offsets[g + 1])
+    k = np.full((batch, length + 1), -1, np.int64)
+    f = np.full((batch, length + 1), fs.NO_FACE, np.int64)
+    z = np.full((batch, length + 1), fs.NO_SIZE, np.int64)
+    for row in range(batch):
+        n = stop[row] - start[row]
+        cut = slice(start[row], stop[row])
+        k[row, :n], f[row, :n], z[row, :n] = kind[cut], face[cut], size[cut]
+    valid = k >= 0
+    windows = np.arange(batch + 1, dtype=np.int64) * (length + 1)
+    first = fs.first_appearances(np.where(valid, f, fs.NO_FACE).reshape(-1).astype(np.int8), windows)
+    first = first.reshape(batch, length + 1).astype(bool)
+    plays = valid & (k < n_players)
+    face_mask = plays & ~first
+    size_mask = valid & (k >= n_players) & (k < 2 * n_players)
+    inputs_kind = np.where(valid[:, :-1], k[:, :-1], fs.bos(n_players))
+    inputs_face = f[:, :-1].copy()
+    if corrupt > 0:
+        hit = (rng.random(inputs_face.shape) < corrupt) & (inputs_face < fs.NO_FACE)
+        inputs_face[hit] = rng.integers(0, fs.NO_FACE, hit.sum())
+    under = fs.under(inputs_kind, inputs_face, n_players)
+    before = np.maximum(start - 1, 0)  # the first token's card beneath, from the stream before the window
+    under[:, 0] = np.where(
+        (start > offsets[g]) & (kind[start] < n_players) & (kind[before] < n_players), face[before], fs.NO_FACE
+    )
+    t = torch.from_numpy
+    return dict(
+        kind=t(inputs_kind),
+        face=t(inputs_face),
+        size=t(z[:, :-1]),
+        under=t(under),
+        next_kind=t(np.where(valid[:, 1:], k[:, 1:], -100)),
+        next_face=t(np.where(face_mask[:, 1:], f[:, 1:], -100)),
+        next_size=t(np.where(size_mask[:, 1:], z[:, 1:], -100)),
+    )
+
+
+def loss(model, batch):
+    """The summed cross-entropies of the next token's kind, face (copyable plays) and size (takes)."""
+    kind_logits, face_logits, size_logits = model(batch["kind"], batch["face"], batch["size"], batch["under"])
+    parts = (
+        F.cross_entropy(kind_logits.flatten(0, 1), batch["next_kind"].flatten(), ignore_index=-100),
+        F.cross_entropy(face_logits.flatten(0, 1), batch["next_face"].flatten(), ignore_index=-100),
+        F.cross_entropy(size_logits.flatten(0, 1), batch["next_size"].flatten(), ignore_index=-100),
+    )
+    return parts[0] + parts[1] + parts[2]
+
+
+@torch.no_grad()
+def accuracies(model, batch):
+    """Teacher-forced exact-match rates of the next kind, copyable face and size on a batch."""
+    kind_logits, face_logits, size_logits = model(batch["kind"], batch["face"], batch["size"], batch["under"])
+    out = {}
+    for name, logits, target in (
+        ("kind", kind_logits, batch["next_kind"]),
+        ("face", face_logits, batch["next_face"]),
+        ("size", size_logits, batch["next_size"]),
+    ):
+        keep = target >= 0
+        out[name] = float((logits.argmax(-1)[keep] == target[keep]).float().mean())
+    return out

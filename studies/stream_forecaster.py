@@ -1,0 +1,140 @@
+"""Playing the game forward with no machine given: train the stream model
+(``beggar_env.forecasting.stream_model``) on the faces stream of engine games, resumable
+from its checkpoint, and measure how far it rolls the game out exactly.
+
+    pip install -e '.[rl]'
+    nice -n 19 python studies/stream_forecaster.py train --out runs/stream/2p       # resumes if a checkpoint is there
+    python studies/stream_forecaster.py exactness --out runs/stream/2p              # rollouts against the engine
+
+``train`` runs ``--epochs`` epochs of ``--steps`` steps; epoch ``e`` trains on fresh random
+games of the seed ``(--seed, e)`` alone, so a run stopped anywhere and started again (the
+checkpoint ``checkpoint.pt`` in ``--out`` is replaced whole after every epoch) trains as one
+run would. Each epoch's held-out figures (teacher-forced exact-match of the next token's
+kind, copyable face and size on games of the held-out seed) and the CPU seconds so far go to
+``history.json``.
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from beggar_env import __version__, files
+from beggar_env.forecasting import face_streams, training
+from beggar_env.forecasting.stream_model import StreamNet, accuracies, loss, window_batch
+
+HELD_OUT_SEED = 9_999  # games no training epoch draws (training seeds: (seed, epoch) mixed)
+GAMES_PER_EPOCH = 2_000
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("train", "exactness"))
+    parser.add_argument("--out", required=True, help="the run's folder (checkpoint, history, model)")
+    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
+    parser.add_argument("--seed", type=int, default=1, help="seed of the weights and the training games")
+    parser.add_argument("--epochs", type=int, default=90, help="epochs of --steps steps (default 90)")
+    parser.add_argument("--steps", type=int, default=100, help="optimiser steps per epoch (default 100)")
+    parser.add_argument("--batch", type=int, default=32, help="windows per step")
+    parser.add_argument("--length", type=int, default=256, help="tokens per window")
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--window", type=int, default=256, help="tokens back each token attends to")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
+    parser.add_argument("--corrupt", type=float, default=0.01, help="share of input faces replaced at random")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    return parser.parse_args(argv)
+
+
+def settings_of(args):
+    keys = ("players", "seed", "epochs", "steps", "batch", "length", "width", "layers", "heads", "window", "lr")
+    return {k: getattr(args, k) for k in keys} | {"warmup": args.warmup, "corrupt": args.corrupt}
+
+
+def build(args):
+    return training.seeded(
+        args.seed,
+        lambda: StreamNet(args.players, width=args.width, layers=args.layers, heads=args.heads, window=args.window),
+    )
+
+
+def schedule(args):
+    total = args.epochs * args.steps
+
+    def factor(step):
+        if step < args.warmup:
+            return (step + 1) / args.warmup
+        progress = min(1.0, (step - args.warmup) / max(1, total - args.warmup))
+        return 0.1 + 0.45 * (1 + np.cos(np.pi * progress))
+
+    return lambda optimiser: torch.optim.lr_scheduler.LambdaLR(optimiser, factor)
+
+
+def epoch_games(args, epoch):
+    return face_streams.random_games(GAMES_PER_EPOCH, args.players, seed=args.seed * 1_000_003 + epoch)
+
+
+def train(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = build(args)
+    held_out = face_streams.random_games(200, args.players, seed=HELD_OUT_SEED)
+    probe = window_batch(held_out, args.players, 64, args.length, np.random.default_rng(HELD_OUT_SEED))
+    cpu_before = _cpu_so_far(out)
+    started = time.process_time()
+
+    def batches(epoch):
+        games = epoch_games(args, epoch)
+        rng = np.random.default_rng([args.seed, epoch])
+        for _ in range(args.steps):
+            yield window_batch(games, args.players, args.batch, args.length, rng, corrupt=args.corrupt)
+
+    def figures(epoch, last):
+        with torch.no_grad():
+            held_loss = float(loss(model, probe))
+        entry = {"epoch": epoch + 1, "step": (epoch + 1) * args.steps, "train_loss": float(last.detach())}
+        entry |= {"held_out_loss": held_loss} | {f"held_out_{k}": v for k, v in accuracies(model, probe).items()}
+        entry["cpu_seconds"] = cpu_before + time.process_time() - started
+        print(json.dumps(entry), flush=True)
+        return entry
+
+    with training.torch_threads(args.threads):
+        history = training.train(
+            model, batches, lambda batch: loss(model, batch), lr=args.lr, epochs=args.epochs,
+            schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
+        )  # fmt: skip
+    record = {
+        "settings": settings_of(args),
+        "history": history,
+        "versions": {"beggar_env": __version__, "torch": torch.__version__, "python": platform.python_version()},
+        "machine": platform.processor() or platform.machine(),
+        "command": "python studies/stream_forecaster.py " + " ".join(sys.argv[1:]),
+    }
+    files.write_json(out / "history.json", record)
+    torch.save({"settings": model.settings, "weights": model.state_dict()}, out / "model.pt")
+
+
+def _cpu_so_far(out):
+    path = out / "checkpoint.pt"
+    if not os.path.exists(path):
+        return 0.0
+    history = torch.load(path, map_location="cpu", weights_only=True)["history"]
+    return history[-1]["cpu_seconds"] if history else 0.0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.command == "train":
+        train(args)
+
+
+if __name__ == "__main__":
+    main()
