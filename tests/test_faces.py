@@ -19,17 +19,17 @@ def _play(deal_args, i, n_players, given=None):
 
 
 def _check(s, hands, pile):
-    mask = s.pile.shape[0] - 1
+    mask = s["pile"].shape[0] - 1
     seen = []
-    for p in range(s.held.shape[0]):
-        for k in range(s.held[p]):
-            slot = (s.head[p] + k) & mask
-            assert core.CLASS_OF_CARD_ID[hands[p, slot]] == s.hands[p, slot]
+    for p in range(s["held"].shape[0]):
+        for k in range(s["held"][p]):
+            slot = (s["head"][p] + k) & mask
+            assert core.CLASS_OF_CARD_ID[hands[p, slot]] == s["hands"][p, slot]
             seen.append(int(hands[p, slot]))
-    for k in range(s.pile_len):
-        assert core.CLASS_OF_CARD_ID[pile[k]] == s.pile[k]
+    for k in range(s["pile_len"]):
+        assert core.CLASS_OF_CARD_ID[pile[k]] == s["pile"][k]
         seen.append(int(pile[k]))
-    assert len(seen) == len(set(seen)) == s.n_cards
+    assert len(seen) == len(set(seen)) == s["n_cards"]
 
 
 @pytest.mark.parametrize("n_players", [2, 3, 4])
@@ -37,16 +37,16 @@ def test_faces_follow_the_cards_of_random_games(n_players):
     deal_args = core.shuffled_deals(np.uint64(7))
     for i in range(6):
         s, hands, pile = _play(deal_args, i, n_players)
-        reference = core.new_states(1, n_players, s.pile.shape[0])[0]
+        reference = core.new_states(1, n_players, s["pile"].shape[0])[0]
         core.deal(reference, deal_args, i, core.NO_LIMIT, core.NO_LIMIT, np.empty(52, np.int64))
         _check(s, hands, pile)
         played = 0
-        while s.status == core.Outcome.RUNNING and played < 3000:
-            card = s.hands[s.turn, s.head[s.turn] & (s.pile.shape[0] - 1)]
+        while s["status"] == core.Outcome.RUNNING and played < 3000:
+            card = s["hands"][s["turn"], s["head"][s["turn"]] & (s["pile"].shape[0] - 1)]
             face = faces.step_card(s, hands, pile)
             core.step_card(reference)
             assert core.CLASS_OF_CARD_ID[face] == card
-            assert core.same_position(s, reference) and s.status == reference.status
+            assert core.same_position(s, reference) and s["status"] == reference["status"]
             _check(s, hands, pile)
             played += 1
 
@@ -79,6 +79,6 @@ def test_given_deals_play_with_their_faces():
     given = faces.given_faces([faces.deal_faces(deal)], cards.shape[1])
     s, hands, pile = _play(core.given_deals(cards, sizes), 0, 2, given)
     assert [faces.FACE_NAMES[f] for f in hands[0, : sizes[0, 0]]] == list(deal.hands[0])
-    while s.status == core.Outcome.RUNNING and s.cards < 2000:
+    while s["status"] == core.Outcome.RUNNING and s["cards"] < 2000:
         faces.step_card(s, hands, pile)
         _check(s, hands, pile)

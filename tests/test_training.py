@@ -101,3 +101,18 @@ def test_the_loop_reports_its_progress_by_epoch_or_by_the_work_done():
         trained_by_the_loop(progress=quiet)
     with pytest.raises(TypeError, match="progress"):
         trained_by_the_loop(progress="yes")
+
+
+def test_a_training_stopped_and_resumed_from_its_checkpoint_ends_as_one_run(tmp_path):
+    whole, whole_history = trained_by_the_loop()
+    checkpoint = tmp_path / "checkpoint.pt"
+    for epochs in (2, 5, EPOCHS):  # stopped after 2 and 5 epochs, started again each time
+        resumed = toy()
+        history = training.train(
+            resumed, batches, lambda rows, m=resumed: functional.cross_entropy(m(X[rows]), Y[rows]), lr=LR,
+            epochs=epochs, schedule=schedule, clip=0.5, keep_best=True, checkpoint=checkpoint,
+            figures=lambda epoch, _, m=resumed: {"epoch": epoch + 1, "val_log_loss": held_out_loss(m)},
+        )  # fmt: skip
+    assert history == whole_history
+    for name, value in whole.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[name])

@@ -133,7 +133,9 @@ def train(
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = schedule(optimiser)
     history, best, best_loss = [], None, np.inf
-    start = 0 if checkpoint is None else resume(checkpoint, model, optimiser, scheduler, history)
+    start = 0
+    if checkpoint is not None:
+        start, best, best_loss = resume(checkpoint, model, optimiser, scheduler, history)
     with progress_of(progress, description, unit) as shown:
         for epoch in range(start, epochs):
             model.train()
@@ -159,33 +161,37 @@ def train(
             if entry is not None and "val_log_loss" in entry:
                 shown.epoch(epoch + 1, epochs, entry["val_log_loss"])
             if checkpoint is not None:
-                save_checkpoint(checkpoint, epoch + 1, model, optimiser, scheduler, history)
+                save_checkpoint(checkpoint, epoch + 1, model, optimiser, scheduler, history, best, best_loss)
     if best is not None:
         model.load_state_dict(best)
     model.eval()
     return history
 
 
-def save_checkpoint(path, epochs_done, model, optimiser, scheduler, history):
-    """The training's state after ``epochs_done`` epochs, the whole of ``path``."""
+def save_checkpoint(path, epochs_done, model, optimiser, scheduler, history, best=None, best_loss=np.inf):
+    """The training's state after ``epochs_done`` epochs (with the best epoch's weights so
+    far, if kept), the whole of ``path``."""
     state = dict(
         epochs_done=epochs_done,
         model=model.state_dict(),
         optimiser=optimiser.state_dict(),
         scheduler=scheduler.state_dict(),
         history=history,
+        best=best,
+        best_loss=float(best_loss),
     )
     with files.replacing(path) as f:
         torch.save(state, f)
 
 
-def resume(path, model, optimiser, scheduler, history) -> int:
-    """Load a checkpoint into the training's parts if ``path`` exists; the epochs it had done (0 if none)."""
+def resume(path, model, optimiser, scheduler, history):
+    """Load a checkpoint into the training's parts if ``path`` exists; the epochs it had
+    done, the best epoch's weights and held-out loss (``0, None, inf`` if none)."""
     if not os.path.exists(path):
-        return 0
+        return 0, None, np.inf
     state = torch.load(path, map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
     optimiser.load_state_dict(state["optimiser"])
     scheduler.load_state_dict(state["scheduler"])
     history[:] = state["history"]
-    return int(state["epochs_done"])
+    return int(state["epochs_done"]), state.get("best"), state.get("best_loss", np.inf)

@@ -1,0 +1,79 @@
+"""The stream model's pieces: its training windows and masks, its rollouts (the cached,
+token-by-token network equals the whole-window one), and that it writes whole games."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the stream model needs torch (pip install 'beggar-env[rl]')")
+
+from beggar_env.forecasting import face_streams as fs  # noqa: E402
+from beggar_env.forecasting import stream_model as sm  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def games():
+    return fs.random_games(40, 2, seed=3)
+
+
+def _net(window=32):
+    torch.manual_seed(0)
+    return sm.StreamNet(2, width=32, layers=2, heads=4, window=window).eval()
+
+
+def test_windows_mask_first_appearances_and_keep_targets(games):
+    batch = sm.window_batch(games, 2, 8, 64, np.random.default_rng(1))
+    kind, face = batch["kind"].numpy(), batch["face"].numpy()
+    next_kind, next_face, next_size = (batch[k].numpy() for k in ("next_kind", "next_face", "next_size"))
+    assert (next_kind[:, :-1][next_kind[:, :-1] >= 0] == kind[:, 1:][next_kind[:, :-1] >= 0]).all()  # shifted by one
+    for row in range(8):
+        window = np.concatenate([face[row, :1], np.where(next_kind[row] >= 0, np.maximum(next_face[row], 0), 0)])
+        seen = set(face[row, :1].tolist()) if kind[row, 0] < 2 else set()
+        for t in range(64):
+            target_kind = next_kind[row, t]
+            true_face = face[row, t + 1] if t + 1 < 64 else None
+            if target_kind in (0, 1) and true_face is not None:
+                assert (next_face[row, t] >= 0) == (true_face in seen)  # copyable: played before in the window
+                seen.add(true_face)
+            if target_kind in (2, 3):
+                assert next_size[row, t] >= 0
+            else:
+                assert next_size[row, t] == -100
+        assert window.shape[0] == 65
+
+
+def test_cached_rollout_steps_equal_the_whole_window():
+    model = _net(window=32)
+    kind, face, size, _ = fs.random_games(1, 2, seed=4)
+    n = 32
+    k, f, z = (torch.from_numpy(a[:n].astype(np.int64)).unsqueeze(0) for a in (kind, face, size))
+    u = torch.from_numpy(fs.under(kind[:n], face[:n], 2)).unsqueeze(0)
+    caches = sm._prefill(model, *sm._last_window(k.numpy(), f.numpy(), z.numpy(), [10], model.window, 2))
+    for t in range(10, n):
+        if t > 10:
+            x = sm._embed(model, *(a[:, t - 1].numpy() for a in (k, f, z, u)))
+            caches["x"] = sm._step(model, caches, x)
+        cached = sm._head_logits(model, caches["x"])
+        whole = model(k[:, :t], f[:, :t], z[:, :t], u[:, :t])
+        for a, b in zip(cached, whole, strict=True):
+            assert torch.allclose(a, b[:, -1], atol=1e-4)
+
+
+def test_rollouts_write_tokens_of_the_stream_and_stop_at_end(games):
+    model = _net()
+    kind, face, size, offsets = games
+    rows = [(kind[a:b], face[a:b], size[a:b]) for a, b in zip(offsets[:3], offsets[1:4], strict=True)]
+    n = 15
+    k = np.stack([r[0][:n] for r in rows]).astype(np.int64)
+    f = np.stack([r[1][:n] for r in rows]).astype(np.int64)
+    z = np.stack([r[2][:n] for r in rows]).astype(np.int64)
+    out_k, out_f, out_z = sm.roll_out(model, k, f, z, [n] * 3, 50)
+    written = out_k >= 0
+    assert (out_k[written] < fs.bos(2)).all()
+    plays = written & (out_k < 2)
+    assert ((out_f[plays] >= 0) & (out_f[plays] < 52)).all() and (out_f[written & ~plays] == fs.NO_FACE).all()
+    again = sm.roll_out(model, k, f, z, [n] * 3, 50)
+    assert all((a == b).all() for a, b in zip(again, (out_k, out_f, out_z), strict=True))  # greedy: deterministic
+    ended = (out_k >= 4) & (out_k < 6)
+    for row in range(3):
+        if ended[row].any():
+            assert (out_k[row, ended[row].argmax() + 1 :] == -1).all()
