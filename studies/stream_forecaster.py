@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from beggar_env import __version__, files
+from beggar_env import __version__, core, files
 from beggar_env.forecasting import face_streams, training
-from beggar_env.forecasting.stream_model import StreamNet, accuracies, loss, window_batch
+from beggar_env.forecasting.stream_model import StreamNet, accuracies, loss, roll_out, window_batch
 
 HELD_OUT_SEED = 9_999  # games no training epoch draws (training seeds: (seed, epoch) mixed)
 GAMES_PER_EPOCH = 2_000
@@ -51,6 +51,8 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
     parser.add_argument("--corrupt", type=float, default=0.01, help="share of input faces replaced at random")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--games", type=int, default=500, help="exactness: held-out games, one rollout each")
+    parser.add_argument("--max-tokens", type=int, default=3000, help="exactness: the longest rollout")
     return parser.parse_args(argv)
 
 
@@ -122,6 +124,91 @@ def train(args):
     torch.save({"settings": model.settings, "weights": model.state_dict()}, out / "model.pt")
 
 
+def exactness(args):
+    """Roll the trained model out from random points of held-out games and compare each
+    card it writes with the engine's (seat and class; a first appearance may take any
+    unseen face of the right class), and its winner with the game's."""
+    out = Path(args.out)
+    model = _load(out, args)
+    games = face_streams.random_games(args.games, model.n_players, seed=HELD_OUT_SEED + 1)
+    rng = np.random.default_rng(HELD_OUT_SEED + 1)
+    rows = rollout_rows(model, games, rng, args.max_tokens)
+    record = {"games": args.games, "seed": HELD_OUT_SEED + 1, "max_tokens": args.max_tokens} | summarise(rows)
+    record["command"] = "python studies/stream_forecaster.py " + " ".join(sys.argv[1:])
+    print(json.dumps(record, indent=1))
+    files.write_json(out / "exactness.json", record)
+
+
+def rollout_rows(model, games, rng, max_tokens, batch=128):
+    """Per game, from one random point: the cards of the engine's remainder, how many the
+    model wrote exactly before its first mistake, and whether its winner is the game's."""
+    kind, face, size, offsets = games
+    p = model.n_players
+    cuts = offsets[:-1] + 1 + (rng.random(len(offsets) - 1) * (np.diff(offsets) - 2)).astype(np.int64)
+    rows = []
+    for lo in range(0, len(cuts), batch):
+        part = range(lo, min(lo + batch, len(cuts)))
+        n = max(cuts[g] - offsets[g] for g in part)
+        ctx = [np.full((len(part), n), -1, np.int64) for _ in range(3)]
+        for row, g in enumerate(part):
+            m = cuts[g] - offsets[g]
+            for a, source in zip(ctx, (kind, face, size), strict=True):
+                a[row, :m] = source[offsets[g] : cuts[g]]
+        lengths = [cuts[g] - offsets[g] for g in part]
+        written = roll_out(model, *ctx, lengths, max_tokens)
+        for row, g in enumerate(part):
+            truth = [a[cuts[g] : offsets[g + 1]] for a in (kind, face, size)]
+            rows.append(_compare(truth, [w[row] for w in written], p))
+    return rows
+
+
+def _compare(truth, written, p):
+    kinds, faces, sizes = truth
+    k, f, z = written
+    cards_left = int((kinds < p).sum())
+    exact = 0
+    for t in range(len(kinds)):
+        same = k[t] == kinds[t]
+        if same and kinds[t] < p:
+            same = core.CLASS_OF_CARD_ID[f[t]] == core.CLASS_OF_CARD_ID[faces[t]]
+        elif same and kinds[t] < 2 * p:
+            same = z[t] == sizes[t]
+        if not same:
+            break
+        exact += int(kinds[t] < p)
+    ended = k[(k >= 2 * p) & (k < 3 * p)]
+    winner = int(ended[0]) - 2 * p if len(ended) else -1
+    return {"cards_left": cards_left, "exact_cards": exact, "winner": winner, "true_winner": int(kinds[-1]) - 2 * p}
+
+
+def summarise(rows):
+    left = np.array([r["cards_left"] for r in rows])
+    exact = np.array([r["exact_cards"] for r in rows])
+    whole = exact >= left
+    right = np.array([r["winner"] == r["true_winner"] for r in rows])
+    curve = {str(n): float(np.mean((exact >= n) | whole)) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}
+    errors = (~whole).sum()
+    return {
+        "positions": len(rows),
+        "cards_left_mean": float(left.mean()),
+        "whole_game_exact": float(whole.mean()),
+        "winner_accuracy": float(right.mean()),
+        "per_card_error": float(errors / max(1, exact.sum() + errors)),
+        "exact_through_n_cards": curve,
+    }
+
+
+def _load(out, args):
+    """The trained model, or, while it trains, its last checkpoint's (with the command's settings)."""
+    if (out / "model.pt").exists():
+        saved = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
+        model, weights = StreamNet(**saved["settings"]), saved["weights"]
+    else:
+        model, weights = build(args), torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)["model"]
+    model.load_state_dict(weights)
+    return model.eval()
+
+
 def _cpu_so_far(out):
     path = out / "checkpoint.pt"
     if not os.path.exists(path):
@@ -134,6 +221,9 @@ def main(argv=None):
     args = parse_args(argv)
     if args.command == "train":
         train(args)
+    else:
+        with training.torch_threads(args.threads):
+            exactness(args)
 
 
 if __name__ == "__main__":
