@@ -11,9 +11,12 @@ key names). Its period is counted in cards and in tricks.
 
 Positions come from one of two sources, ``random`` (any split of a shuffled deck) and
 ``every`` (every deal of a deck), each counted by an index (:mod:`~beggar_env.cycles.positions`).
-Each position is played by the engine to its end or its first repeat (``core.finish``);
-the census keeps, per range, how many games ended, the longest (cards, tricks, its index),
-and, for each game that never ends, its cycle's key and period, in Python integers.
+Each position is played by the engine to its end or its first repeat, in compiled ranges
+(:mod:`~beggar_env.cycles.walk`: every deal of a deck is stepped from the one before, not
+unranked); the census keeps, per range, how many games ended, the longest (cards, tricks,
+its index), and, for each game that never ends, its cycle's key and period, in Python
+integers; and the digest of each work unit (:mod:`~beggar_env.cycles.units`), listed in the
+file's manifest, which ``beggar cycles verify`` checks (:mod:`~beggar_env.cycles.verify`).
 
 A census may be written to a JSON file (``out``) as it runs, every half minute, and
 continued from there (``resume``): the file is the census's, locked for the run and
@@ -25,67 +28,21 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import prange
 
 from .. import __version__, checks, core, deals, gpu
 from ..core import Outcome
 from ..distributed import check_backend, require_ray
 from ..jit import jit, parallel
-from . import backward, positions, records
-from .cycle_keys import cycle_key, key_text, place, play_to_cycle
+from . import backward, positions, records, units, walk
+from .cycle_keys import cycle_key, key_text, play_to_cycle
+from .units import UNIT
 
 SOURCES = ("random", "every")
 BACKENDS = ("local", "ray", "cuda")
 CHUNK = 1 << 14  # positions per parallel task and compiled call
 RAY_TASK_POSITIONS = 1 << 17  # positions per task of a census on Ray (a second or so of one core)
 KIND = records.kind("census")
-
-
-@jit(parallel=True)
-def census_range(source, seed, deck, counts, first, n, work, results, keys, periods, stats):
-    """Play positions ``first .. first + n - 1`` of a source (0 random, 1 every: then
-    ``deck`` is the prefix of a block and ``counts`` its other cards, :func:`positions.blocks`) in
-    chunks, one per row of ``work`` (``core.new_work``'s) and ``results`` (one record
-    each). Per chunk ``c``, ``stats[c]``: games, ended, longest cards, its tricks, its
-    index; per position ``i`` that cycles, ``keys[i]`` its cycle's key and ``periods[i]``
-    (cards, tricks); other positions get period (0, 0).
-
-    Parameters
-    ----------
-    source : 0 random, 1 every
-    seed : the random positions' stream
-    deck, counts : the deck's classes (or a block's prefix) and its other cards' counts
-    first, n : the positions played
-    work : ``core.new_work``'s (states, progress), a row per chunk
-    results : scratch result records, one per chunk
-    keys, periods : each position's cycle key and period, written
-    stats : each chunk's figures, written
-    """
-    states, progress = work
-    n_chunks = states.shape[0]
-    for c in prange(n_chunks):
-        lo, hi = core.chunk_bounds(c, n_chunks, n)
-        s, start, probe = states[c, 0], states[c, 1], states[c, 2]
-        f, r = progress[c], results[c]
-        cards = np.empty(keys.shape[1] - s.held.shape[0] + 1, np.int8)
-        sizes = np.empty(s.held.shape[0], np.int32)
-        scratch = np.empty(keys.shape[1], np.int8)
-        left = np.empty(core.N_CLASSES, np.int64)
-        for i in range(lo, hi):
-            place(source, seed, deck, deck.shape[0], counts, first + i, cards, sizes, left)
-            periods[i, 0] = 0
-            periods[i, 1] = 0
-            stats[c, 0] += 1
-            if play_to_cycle(s, cards, sizes, start, probe, f, r):
-                periods[i, 0] = r.cycle_cards
-                periods[i, 1] = r.cycle_tricks
-                cycle_key(s, r.cycle_tricks, keys[i], scratch)
-            else:
-                stats[c, 1] += 1
-                if r.cards > stats[c, 2]:
-                    stats[c, 2] = r.cards
-                    stats[c, 3] = r.tricks
-                    stats[c, 4] = first + i
+NO_ROWS = np.zeros((0, 2), np.int64)  # walk's ``each``, not wanted
 
 
 # ------------------------------------------------------------------------ Python side
@@ -117,12 +74,20 @@ class Census:
     cycles: dict = field(default_factory=dict)
     seconds: float = field(default=0.0, compare=False)
     seed: int | None = field(default=None, compare=False)
+    units: list | None = field(default_factory=list, compare=False)  # digests (units.Digest); None: not kept
+    unit: int = field(default=UNIT, compare=False)  # positions per unit
 
     def add(self, other: "Census"):
-        """Merge another range's census into this one."""
+        """Merge the census of the positions right after this one's into it (its units'
+        digests too; a census without them leaves the sum without them)."""
         self.games += other.games
         self.ended += other.ended
         self.seconds += other.seconds
+        if other.units is None:
+            self.units = None
+        elif self.units is not None:
+            for part in other.units:
+                units.merged(self.units, part, self.unit)
         if (other.longest_cards, -other.longest_index) > (self.longest_cards, -self.longest_index):
             self.longest_cards, self.longest_tricks = other.longest_cards, other.longest_tricks
             self.longest_index = other.longest_index
@@ -138,6 +103,9 @@ class Census:
         result.seconds, result.seed = record["seconds"], record["seed"]
         for cycle in record["cycles"]:
             result.cycles[cycle["key"]] = Cycle(cycle["key"], cycle["cards"], cycle["tricks"], cycle["reached"])
+        manifest = record.get("manifest")
+        result.units = None if manifest is None else [units.Digest.from_record(u) for u in manifest["units"]]
+        result.unit = units.UNIT if manifest is None else manifest["unit"]
         return result
 
     def record(self, settings: dict, done=None) -> dict:
@@ -155,7 +123,12 @@ class Census:
             "ended": self.ended,
             "longest": {"cards": self.longest_cards, "tricks": self.longest_tricks, "index": self.longest_index},
             "cycles": [vars(c) for c in sorted(self.cycles.values(), key=lambda c: (c.cards, c.key))],
+            **({} if self.units is None else {"manifest": self.manifest(settings)}),
         }
+
+    def manifest(self, settings: dict) -> dict:
+        """The manifest of its units (:func:`units.manifest`) for a census of ``settings``."""
+        return units.manifest(self.units, self.unit, settings["first"] + records.census_positions(settings))
 
     def by_period(self) -> dict:
         """Distinct cycles by period: {(cards, tricks): number of cycles}."""
@@ -180,6 +153,7 @@ def census(
     address=None,
     out=None,
     resume=False,
+    unit=None,
 ) -> Census:
     """The census of positions ``first .. first + n - 1`` of ``source`` (``"random"``,
     with ``seed``, default 0, or ``"every"``: ``n`` defaults to every deal of ``deck``,
@@ -196,6 +170,10 @@ def census(
     an unfinished census run with the same settings (and ``seed``: by default the file's)
     goes on from where it stopped; the census of the rest added to it is the whole.
 
+    ``unit``: the positions of a work unit (default :data:`units.UNIT`; a resumed census's
+    is its file's): the census keeps each unit's digest (``Census.units``, the file's
+    manifest; not on the GPU, whose census has none yet).
+
     Parameters
     ----------
     n_players : hands of each position
@@ -210,6 +188,7 @@ def census(
     address : the Ray cluster's (None: a local Ray)
     out : the census's JSON file, or None
     resume : continue the unfinished census in ``out``
+    unit : positions per work unit (None: :data:`units.UNIT`, or the resumed file's)
     """
     n_players = checks.n_players(n_players)
     source = checks.choice("source", source, SOURCES)
@@ -218,6 +197,7 @@ def census(
     first, n = _range(source, counts, deck, first, n)
     settings = dict(players=n_players, source=source, deck=deck, first=first, positions=None if given_n is None else n)
     checks.boolean("resume", resume)
+    given_unit = None if unit is None else checks.count("unit", unit, 1)
     checks.callback("progress", progress)
     checks.callback("partial", partial)
     backend = check_backend(backend, threads, address, BACKENDS)
@@ -230,11 +210,14 @@ def census(
     if out is None:
         if resume:
             raise ValueError("resume needs the file to resume (out)")
-        job = _RangeJob(n_players, source, deck, int(checks.seed(0 if seed is None else seed)))
-        return _played(job, counts, first, n, Census(), **run)
+        seed, size = int(checks.seed(0 if seed is None else seed)), given_unit or units.UNIT
+        job = _RangeJob(n_players, source, deck, seed, size)
+        return _played(job, counts, first, n, Census(unit=size, units=[] if backend != "cuda" else None), **run)
     with records.output(out) as path:  # a second run on the file is refused: the last writer would lose the census
-        before, done, seed = _start(path, resume, settings, seed)
-        job = _RangeJob(n_players, source, deck, seed)
+        before, done, seed = _start(path, resume, settings, seed, given_unit)
+        if backend == "cuda":
+            before.units = None
+        job = _RangeJob(n_players, source, deck, seed, before.unit)
         return _played(job, counts, first + done, n - done, before, records.Checkpoints(path, settings, done), **run)
 
 
@@ -260,13 +243,14 @@ def _range(source, counts, deck, first, n):
     return first, n
 
 
-def _start(path, resume, settings, seed):
+def _start(path, resume, settings, seed, unit):
     """The census so far in ``path`` and its positions done, and the seed (``resume``), or
-    an empty census; ``ValueError`` for a file that cannot be continued so."""
+    an empty census (of units of ``unit`` positions); ``ValueError`` for a file that cannot
+    be continued so."""
     if not os.path.exists(path):
         if resume:
             raise ValueError(f"resume: {path} does not exist")
-        return Census(), 0, int(checks.seed(0 if seed is None else seed))
+        return Census(unit=unit or units.UNIT), 0, int(checks.seed(0 if seed is None else seed))
     if not resume:
         raise ValueError(f"{path} exists: continue an unfinished census (resume=True, --resume) or choose another file")
     record = records.read_census(path)
@@ -275,6 +259,8 @@ def _start(path, resume, settings, seed):
     differ = [name for name in records.CENSUS_SETTINGS if record[name] != settings[name]]
     if seed is not None and int(checks.seed(seed)) != record["seed"]:
         differ.append("seed")
+    if unit is not None and "manifest" in record and unit != record["manifest"]["unit"]:
+        differ.append("unit")
     if differ:
         raise ValueError(f"resume: {path} was run with other settings: {', '.join(differ)}")
     check_cycles_played(path, record)
@@ -305,10 +291,10 @@ def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend
     """``before`` and the census of ``job``'s positions ``first .. first + n - 1``, written
     to the checkpoints' file as it goes, when interrupted, and at the end."""
     started = time.perf_counter()
-    result, done = Census(seed=job.seed), 0
+    result, done = Census(seed=job.seed, unit=job.unit, units=None if before.units is None else []), 0
 
     def so_far():
-        whole = Census(seed=job.seed)
+        whole = Census(seed=job.seed, unit=job.unit)
         whole.add(before)
         whole.add(result)
         whole.seconds = before.seconds + time.perf_counter() - started
@@ -352,18 +338,13 @@ def _census_here(job, counts, first, n, threads, merged):
         results = core.new_results(4 * n_threads, job.n_players)
         step = CHUNK * n_threads
         if job.source == "random":
-            for lo in range(first, first + n, step):
-                m = min(step, first + n - lo)
-                merged(_census_call(0, seed, deck_classes, counts, lo, m, work, results, n_cards), m)
+            for lo, m in units.spans(first, n, step, job.unit):
+                merged(_census_call(0, seed, deck_classes, counts, lo, 0, m, work, results, n_cards), m)
             return
         for prefix, rest, local, size in positions.blocks(counts, first, n):
             offset = first - local  # position = offset + local index
-            for lo in range(local, local + size, step):
-                m = min(step, local + size - lo)
-                part = _census_call(1, seed, prefix, rest, lo, m, work, results, n_cards)
-                if part.longest_index >= 0:
-                    part.longest_index += offset
-                merged(part, m)
+            for lo, m in units.spans(first, size, step, job.unit):
+                merged(_census_call(1, seed, prefix, rest, lo - offset, offset, m, work, results, n_cards), m)
             first += size
 
 
@@ -376,18 +357,21 @@ class _RangeJob:
     source: str
     deck: str
     seed: int
+    unit: int = units.UNIT
 
     def warm(self):
         self.run(0, 1)
 
     def run(self, first, n):
-        return census(self.n_players, self.source, deck=self.deck, first=first, n=n, seed=self.seed, threads=1)
+        return census(
+            self.n_players, self.source, deck=self.deck, first=first, n=n, seed=self.seed, threads=1, unit=self.unit
+        )
 
 
 def _census_on_ray(job, first, n, address, merged):
     from ..distributed import Workers
 
-    tasks = [(lo, min(RAY_TASK_POSITIONS, first + n - lo)) for lo in range(first, first + n, RAY_TASK_POSITIONS)]
+    tasks = list(units.spans(first, n, RAY_TASK_POSITIONS, job.unit))
     if not tasks:
         return
     with Workers(job, address=address) as workers:
@@ -396,15 +380,33 @@ def _census_on_ray(job, first, n, address, merged):
             merged(part, m)
 
 
-def _census_call(source, seed, deck_classes, counts, lo, m, work, results, n_cards):
+def _census_call(source, seed, deck_classes, counts, lo, offset, m, work, results, n_cards):
+    """The census of positions ``offset + lo .. offset + lo + m - 1``, ``lo`` local to the
+    block (``deck_classes`` its prefix, ``counts`` its other cards), with its digest."""
     n_players = results["hand_sizes"].shape[1]
+    n_chunks = work[0].shape[0]
     keys = np.zeros((m, n_cards + n_players - 1), np.int8)
     periods = np.zeros((m, 2), np.int64)
-    stats = np.zeros((work[0].shape[0], 5), np.int64)
-    stats[:, 4] = -1
-    census_range(source, seed, deck_classes, counts, lo, m, work, results, keys, periods, stats)
+    stats = np.zeros((n_chunks, 5), np.int64)
+    stats[:, walk.STAT_INDEX] = -1
+    hashes = np.zeros(n_chunks, np.uint64)
+    lengths = np.zeros((n_chunks, walk.LENGTH_BUCKETS), np.int64)
+    walk.walk(source, seed, deck_classes, counts, lo, np.uint64(offset % 2**64), m, work, results, keys, periods, stats,
+              hashes, lengths, NO_ROWS)  # fmt: skip
     cycled = np.flatnonzero(periods[:, 1])
-    return _part(int(stats[:, 0].sum()), stats[:, 1].sum(), stats[:, 2:], keys[cycled], periods[cycled])
+    part = _part(m, stats[:, walk.STAT_ENDED].sum(), stats[:, walk.STAT_CARDS :], keys[cycled], periods[cycled])
+    if part.longest_index >= 0:
+        part.longest_index += offset
+    digest = units.Digest(offset + lo, m, part.ended, units.trimmed(lengths.sum(axis=0)), int(hashes.sum()))
+    digest.longest_cards, digest.longest_tricks, digest.longest_index = (
+        part.longest_cards,
+        part.longest_tricks,
+        part.longest_index,
+    )
+    for at, key, (cards, tricks) in zip(cycled, keys[cycled], periods[cycled]):
+        digest.never.append((offset + lo + int(at), key_text(key), int(cards), int(tricks)))
+    part.units = [digest]
+    return part
 
 
 def _part(m, ended, longest, keys, periods):

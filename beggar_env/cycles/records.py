@@ -43,6 +43,31 @@ CENSUS_BYTES = 256 * 2**20  # the most of a census file read (a cycle is about 1
 MAX_SECONDS = 10**10  # a census's seconds (three centuries): no file holds more
 _WHOLE = integer(0, checks.MAX_COUNT)
 _POSITIVE = integer(1, checks.MAX_COUNT)
+_KEY = {"type": "string", "pattern": "^[-JQKA/]+$", "maxLength": 55}
+_LONGEST = obj({"cards": _WHOLE, "tricks": _WHOLE, "index": integer(-1, checks.MAX_COUNT)}, closed=True)
+UNIT_SCHEMA = obj(  # a work unit's digest (units.Digest.record)
+    {
+        "first": _WHOLE,
+        "count": _POSITIVE,
+        "games": _WHOLE,
+        "ended": _WHOLE,
+        "lengths": array(_WHOLE, 0, 64),
+        "hash": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "longest": _LONGEST,
+        "never": array(obj({"index": _WHOLE, "key": _KEY, "cards": _POSITIVE, "tricks": _POSITIVE}, closed=True)),
+    },
+    closed=True,
+)
+MANIFEST_SCHEMA = obj(  # a census's units (units.manifest)
+    {
+        "engine": {"type": "string", "maxLength": 100},
+        "unit": _POSITIVE,
+        "hash": {"type": "string", "maxLength": 200},
+        "lengths": {"type": "string", "maxLength": 200},
+        "units": array(UNIT_SCHEMA),
+    },
+    closed=True,
+)
 CENSUS_SCHEMA = obj(  # the file of a census (census.Census.record), as read_census checks it
     {
         "kind": {"const": kind("census")},
@@ -57,14 +82,11 @@ CENSUS_SCHEMA = obj(  # the file of a census (census.Census.record), as read_cen
         "complete": {"type": "boolean"},
         "games": _WHOLE,
         "ended": _WHOLE,
-        "longest": obj(
-            {"cards": _WHOLE, "tricks": _WHOLE, "index": integer(-1, checks.MAX_COUNT)},
-            closed=True,
-        ),
+        "longest": _LONGEST,
         "cycles": array(
             obj(
                 {
-                    "key": {"type": "string", "pattern": "^[-JQKA/]+$", "maxLength": 55},
+                    "key": _KEY,
                     "cards": _POSITIVE,
                     "tricks": _POSITIVE,
                     "reached": _POSITIVE,
@@ -72,8 +94,9 @@ CENSUS_SCHEMA = obj(  # the file of a census (census.Census.record), as read_cen
                 closed=True,
             )
         ),
+        "manifest": MANIFEST_SCHEMA,
     },
-    optional=("done", "complete"),  # a census written before censuses could be continued has neither
+    optional=("done", "complete", "manifest"),  # older censuses have no manifest, the oldest no done nor complete
 )
 
 
@@ -82,18 +105,37 @@ def read_census(path) -> dict:
     that its parts agree (:data:`CENSUS_CHECKS`); ``ValueError`` naming the file and what
     is wrong. A file written before censuses could be continued has no ``done`` nor
     ``complete``: it is complete. That each cycle's key is a cycle of that period is the
-    engine's to check (``census``, before a census is continued)."""
+    engine's to check (``census``, before a census is continued; ``beggar cycles verify``)."""
+    record = read_census_schema(path)
+    problems = census_problems(record)
+    if problems:
+        raise ValueError(f"{os.fspath(path)}: {problems[0]}")
+    return record
+
+
+def read_census_schema(path) -> dict:
+    """The census record in ``path`` checked against its schema only (``ValueError``), its
+    ``done`` and ``complete`` filled in for a file of before they were written."""
     record = files.read_json(path, CENSUS_SCHEMA, CENSUS_BYTES)
     if "done" not in record and "complete" not in record:
         record.update(done=None, complete=True)
     elif "done" not in record or "complete" not in record:
         raise ValueError(f"{os.fspath(path)}: a census file has both done and complete, or neither")
+    return record
+
+
+def census_problems(record) -> list:
+    """What :data:`CENSUS_CHECKS` find wrong in a census record, a line each (the checks
+    after a failed deck or range check are not run: they need both)."""
+    problems = []
     for check in CENSUS_CHECKS:
         try:
             check(record)
         except ValueError as error:
-            raise ValueError(f"{os.fspath(path)}: {error}") from None
-    return record
+            problems.append(str(error))
+            if check in (check_deck, check_range):
+                break
+    return problems
 
 
 def census_positions(record) -> int:
@@ -179,7 +221,71 @@ def check_cycles(record):
             raise ValueError(f"{where}: a period of {cycle['cards']:,} cards in {cycle['tricks']:,} tricks is none")
 
 
-CENSUS_CHECKS = (check_deck, check_range, check_progress, check_outcomes, check_longest, check_cycles)
+def check_manifest(record):
+    """The units of the manifest, if any, follow one another from ``first``, each within one
+    unit of the manifest's size, all complete but the last, and add up to the census: games,
+    ended, the longest game, and the cycles with their reached (from each unit's ``never``)."""
+    manifest = record.get("manifest")
+    if manifest is None:
+        return
+    size, at, last = manifest["unit"], record["first"], record["first"] + census_positions(record)
+    for k, unit in enumerate(manifest["units"]):
+        where = f"manifest: units[{k}]"
+        if unit["first"] != at:
+            raise ValueError(f"{where}: first is {unit['first']:,}, not {at:,} (where the unit before ends)")
+        bound = min((at // size + 1) * size, last)
+        if unit["count"] != bound - at:
+            raise ValueError(f"{where}: count is {unit['count']:,}, not {bound - at:,} (units of {size:,})")
+        if unit["games"] > unit["count"] or (unit["games"] < unit["count"] and k + 1 < len(manifest["units"])):
+            raise ValueError(f"{where}: games ({unit['games']:,}) must be its count, or fewer in the last unit")
+        _check_unit(unit, where)
+        at += unit["games"]
+    totals = _unit_totals(manifest["units"])
+    for name in ("games", "ended"):
+        if totals[name] != record[name]:
+            raise ValueError(f"manifest: its units' {name} add up to {totals[name]:,}, not {record[name]:,}")
+    if totals["longest"] != record["longest"]:
+        raise ValueError(f"manifest: its units' longest game is {totals['longest']}, not {record['longest']}")
+    listed = {c["key"]: (c["cards"], c["tricks"], c["reached"]) for c in record["cycles"]}
+    if totals["cycles"] != listed:
+        differ = sorted(set(totals["cycles"].items()) ^ set(listed.items()))[0][0]
+        raise ValueError(f"manifest: its units' never-ending games do not give the cycles listed: {differ}")
+
+
+def _check_unit(unit, where):
+    """A unit's parts agree: its histogram counts its ended games, its never-ending games
+    are the rest, in order within it, and its longest game is one of its own."""
+    if sum(unit["lengths"]) != unit["ended"]:
+        raise ValueError(f"{where}: lengths add up to {sum(unit['lengths']):,}, not ended ({unit['ended']:,})")
+    if unit["ended"] + len(unit["never"]) != unit["games"]:
+        raise ValueError(f"{where}: ended and never-ending games add up to no games ({unit['games']:,})")
+    indices = [n["index"] for n in unit["never"]]
+    if indices != sorted(set(indices)) or any(not unit["first"] <= i < unit["first"] + unit["games"] for i in indices):
+        raise ValueError(f"{where}: never: indices must rise, each one of its positions")
+    longest = unit["longest"]
+    if unit["ended"] and not unit["first"] <= longest["index"] < unit["first"] + unit["games"]:
+        raise ValueError(f"{where}: longest: index {longest['index']:,} is not one of its positions")
+    if unit["ended"] and longest["cards"].bit_length() != len(unit["lengths"]) - 1:
+        raise ValueError(f"{where}: longest: {longest['cards']:,} cards is not in its last bucket of lengths")
+
+
+def _unit_totals(units):
+    """The census that units add up to: games, ended, longest, cycles (key: cards, tricks, reached)."""
+    totals = {"games": 0, "ended": 0, "longest": {"cards": 0, "tricks": 0, "index": -1}, "cycles": {}}
+    for unit in units:
+        totals["games"] += unit["games"]
+        totals["ended"] += unit["ended"]
+        if unit["longest"]["cards"] > totals["longest"]["cards"]:
+            totals["longest"] = dict(unit["longest"])
+        for n in unit["never"]:
+            cards, tricks, reached = totals["cycles"].get(n["key"], (n["cards"], n["tricks"], 0))
+            totals["cycles"][n["key"]] = (cards, tricks, reached + 1)
+    return totals
+
+
+CENSUS_CHECKS = (
+    check_deck, check_range, check_progress, check_outcomes, check_longest, check_cycles, check_manifest
+)  # fmt: skip
 
 
 class Checkpoints:
