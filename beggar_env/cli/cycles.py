@@ -8,7 +8,15 @@ import time
 from .. import checks
 from . import UsageError, options
 
-FLAGS = {"n": "--positions", "first": "--first", "out": "--out", "resume": "--resume", "deck": "--deck"}
+FLAGS = {
+    "n": "--positions",
+    "first": "--first",
+    "out": "--out",
+    "resume": "--resume",
+    "deck": "--deck",
+    "unit": "--unit",
+    "sample": "--sample",
+}
 API_NAME = re.compile(r"^(\w+)(?=: | must | needs )")  # an argument's name, as the API's messages start
 
 
@@ -61,8 +69,36 @@ def add_parser(commands):
     n.add_argument(
         "--resume", action="store_true", help="continue the unfinished census in --out (run with the same settings)"
     )
+    n.add_argument(
+        "--unit",
+        type=options.whole_number(1),
+        metavar="N",
+        help="positions per work unit, whose digests the file's manifest lists (default 100000000; resumed: the "
+        "file's)",
+    )
     options.add_ray(n)
     options.add_backend(n)
+    v = modes.add_parser(
+        "verify",
+        help="check a census's file against the engine",
+        allow_abbrev=False,
+        description="Check a census's file: its parts against each other, every cycle replayed from its key, every "
+        "never-ending deal and longest game its units name played again from its index, and a sample of its units "
+        "played again whole, their digests compared (docs/cycles.md). One line per disagreement and exit status 1, "
+        "or a summary and 0.",
+    )
+    v.add_argument("file", metavar="FILE.json", help="a census's file (beggar cycles census --out)")
+    v.add_argument(
+        "--sample",
+        type=options.whole_number(0),
+        default=1,
+        metavar="N",
+        help="units to play again whole, drawn with --seed (default 1)",
+    )
+    v.add_argument(
+        "--seed", type=options.whole_number(0, checks.MAX_SEED), default=0, metavar="S", help="the draw (default 0)"
+    )
+    v.add_argument("--threads", type=options.whole_number(1), metavar="T", help="threads (default: all cores)")
     r = modes.add_parser(
         "reconstruct",
         help="balanced deals that reach a deal's cycle",
@@ -147,7 +183,7 @@ def add_parser(commands):
 
 
 def run(args):
-    modes = dict(census=_census, reconstruct=_reconstruct, extend=_extend, grow=_grow)
+    modes = dict(census=_census, verify=_verify, reconstruct=_reconstruct, extend=_extend, grow=_grow)
     try:
         modes[args.mode](args)
     except ValueError as error:  # the API's words for an argument are the command line's flags here
@@ -190,6 +226,7 @@ def _census(args):
             progress=progress,
             out=args.out,
             resume=args.resume,
+            unit=args.unit,
             **backend,
         )
 
@@ -213,6 +250,21 @@ def _census(args):
     for cycle in sorted(result.cycles.values(), key=lambda c: (c.cards, c.key)):
         print(f"  {cycle.key}  period {cycle.cards} cards, {cycle.tricks} tricks; reached by {cycle.reached:,}")
     options.ray_note(args)
+
+
+def _verify(args):
+    """One line per disagreement, then exit status 1; or a summary line."""
+    from ..cycles import verify
+
+    found = options.compiling_notice(
+        lambda: verify.verify(args.file, sample=args.sample, seed=args.seed, threads=args.threads)
+    )
+    for line in found.disagreements:
+        print(line)
+    if found.disagreements:
+        print(f"{args.file}: {len(found.disagreements)} disagreement(s)")
+        raise SystemExit(1)
+    print(found.summary())
 
 
 def _reconstruct(args):
