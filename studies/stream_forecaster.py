@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from beggar_env import __version__, core, files
-from beggar_env.forecasting import face_streams, training
+from beggar_env.forecasting import face_streams, metrics, protocol, training
 from beggar_env.forecasting.stream_model import StreamNet, accuracies, loss, roll_out, window_batch
 
 HELD_OUT_SEED = 9_999  # games no training epoch draws (training seeds: (seed, epoch) mixed)
@@ -35,7 +35,7 @@ GAMES_PER_EPOCH = 2_000
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("train", "exactness"))
+    parser.add_argument("command", choices=("train", "exactness", "forecast"))
     parser.add_argument("--out", required=True, help="the run's folder (checkpoint, history, model)")
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
     parser.add_argument("--seed", type=int, default=1, help="seed of the weights and the training games")
@@ -52,7 +52,10 @@ def parse_args(argv=None):
     parser.add_argument("--corrupt", type=float, default=0.01, help="share of input faces replaced at random")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--games", type=int, default=500, help="exactness: held-out games, one rollout each")
-    parser.add_argument("--max-tokens", type=int, default=3000, help="exactness: the longest rollout")
+    parser.add_argument("--max-tokens", type=int, default=3000, help="the longest rollout")
+    parser.add_argument("--determined", type=int, default=2000, help="forecast: determined test positions sampled")
+    parser.add_argument("--open", type=int, default=300, help="forecast: open test positions sampled")
+    parser.add_argument("--k", type=int, default=16, help="forecast: sampled rollouts per open position")
     return parser.parse_args(argv)
 
 
@@ -198,6 +201,156 @@ def summarise(rows):
     }
 
 
+def forecast(args):
+    """The model's forecasts of a random sample of the published test positions (stratified:
+    ``--determined`` determined ones rolled out greedily, ``--open`` open ones each rolled
+    out ``--k`` times sampling), scored beside the seat prior and the Bayes forecaster on the
+    same positions, with 95% intervals over resampled games."""
+    out = Path(args.out)
+    model = _load(out, args)
+    p = model.n_players
+    test = protocol.TestSet.published(p)
+    prior, bayes = test.reference()
+    kind, face, size, offsets = face_streams.random_games(test.games, p, seed=test.seed)
+    game, cards = test.data.game, test.data.fields["cards"]
+    _check_streams_are_the_test_games(kind, offsets, test, p)
+    slices = test.slices
+    rng = np.random.default_rng(args.seed + 77)
+    picked = {
+        "determined": rng.choice(np.flatnonzero(slices["determined"]), args.determined, replace=False),
+        "open": rng.choice(np.flatnonzero(slices["open"]), args.open, replace=False),
+    }
+    hazard = json.loads((out / "exactness.json").read_text())["per_card_error"]
+    record = {
+        "hazard_per_card": hazard,
+        "tracks": {},
+        "command": "python studies/stream_forecaster.py " + " ".join(sys.argv[1:]),
+    }
+    probs_of = {}
+    for track, positions in picked.items():
+        contexts = [_context(kind, face, size, offsets, game[i], cards[i], p) for i in positions]
+        started = time.process_time()
+        if track == "determined":
+            probs = _greedy_probs(model, contexts, hazard, args.max_tokens, p)
+        else:
+            probs = _sampled_probs(model, contexts, args.k, args.max_tokens, p, args.seed)
+        probs_of[track] = probs
+        scores = metrics.position_scores(probs, test.labels[positions])
+        record["tracks"][track] = {
+            "positions": len(positions),
+            "cpu_seconds": time.process_time() - started,
+            "model": _means(scores, game[positions], rng),
+            "prior": _means(_subset(prior.scores, positions), game[positions], rng),
+            "bayes": _means(_subset(bayes.scores, positions), game[positions], rng),
+        }
+    share_open = float(slices["open"].mean())
+    record["open_share"] = share_open
+    record["all"] = {
+        who: {
+            m: share_open * record["tracks"]["open"][who][m]["value"]
+            + (1 - share_open) * record["tracks"]["determined"][who][m]["value"]
+            for m in ("accuracy", "log_loss")
+        }
+        for who in ("model", "prior", "bayes")
+    }
+    a = record["all"]
+    record["gap_closed_all"] = {
+        m: (a["model"][m] - a["prior"][m]) / (a["bayes"][m] - a["prior"][m]) for m in ("accuracy", "log_loss")
+    }
+    print(json.dumps(record, indent=1))
+    files.write_json(out / "forecast.json", record)
+
+
+def _check_streams_are_the_test_games(kind, offsets, test, p):
+    winners = kind[offsets[1:] - 1] - face_streams.end(0, p)
+    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
+    positions = np.bincount(test.data.game, minlength=test.games)
+    first = np.searchsorted(test.data.game, np.arange(test.games))
+    if not ((winners == test.labels[first]).all() and (plays == positions).all()):
+        raise AssertionError("the faces streams of the test seed are not the test games")
+
+
+def _context(kind, face, size, offsets, g, c, p):
+    """The tokens a player has seen at test position (game ``g``, ``c`` cards played): BOS,
+    then every token up to the ``c``-th play and what it caused (a take)."""
+    lo, hi = offsets[g], offsets[g + 1]
+    plays = np.flatnonzero(kind[lo:hi] < p)
+    end = 1 if c == 0 else plays[c - 1] + 1
+    if end < hi - lo and face_streams.take(0, p) <= kind[lo + end] < face_streams.end(0, p):
+        end += 1
+    return kind[lo : lo + end], face[lo : lo + end], size[lo : lo + end]
+
+
+def _batched(contexts, batch):
+    for lo in range(0, len(contexts), batch):
+        part = contexts[lo : lo + batch]
+        n = max(len(c[0]) for c in part)
+        arrays = [np.full((len(part), n), -1, np.int64) for _ in range(3)]
+        for row, context in enumerate(part):
+            for a, source in zip(arrays, context, strict=True):
+                a[row, : len(source)] = source
+        yield arrays, [len(c[0]) for c in part]
+
+
+def _winners(written, p):
+    kind = written[0]
+    ended = (kind >= 2 * p) & (kind < 3 * p)
+    winner = np.where(ended.any(1), kind[np.arange(len(kind)), ended.argmax(1)] - 2 * p, -1)
+    return winner, (written[0] < p).sum(1)
+
+
+def _greedy_probs(model, contexts, hazard, max_tokens, p, batch=256):
+    """One greedy rollout each: its winner, with the chance that a rollout of its length
+    went wrong (the held-out hazard per card) shared evenly between the seats."""
+    rows = []
+    for arrays, lengths in _batched(contexts, batch):
+        winner, n_cards = _winners(roll_out(model, *arrays, lengths, max_tokens), p)
+        for w, n in zip(winner, n_cards, strict=True):
+            wrong = 1 - (1 - hazard) ** n if w >= 0 else 1.0
+            row = np.full(p + 1, wrong / p)
+            row[p] = 0.0
+            if w >= 0:
+                row[w] += 1 - wrong
+            rows.append(row)
+    return np.array(rows)
+
+
+def _sampled_probs(model, contexts, k, max_tokens, p, seed, batch=256):
+    """``k`` rollouts each, sampling every token from the network: the share won by each seat
+    (plus one even pseudo-count, so no seat is certain from k samples)."""
+    generator = torch.Generator().manual_seed(seed)
+    repeated = [c for c in contexts for _ in range(k)]
+    wins = np.zeros((len(contexts), p + 1))
+    done = 0
+    for arrays, lengths in _batched(repeated, batch):
+        winner, _ = _winners(roll_out(model, *arrays, lengths, max_tokens, generator=generator), p)
+        for w in winner:
+            wins[done // k, w if w >= 0 else p] += 1
+            done += 1
+    wins[:, :p] += 1 / p
+    return wins / wins.sum(1, keepdims=True)
+
+
+def _subset(scores, positions):
+    return {name: np.asarray(values)[positions] for name, values in scores.items() if name != "game"}
+
+
+def _means(scores, game, rng, bootstrap=1000):
+    """Each metric's mean over the sampled positions, with a 95% interval over resampled games."""
+    out = {}
+    games, index = np.unique(game, return_inverse=True)
+    for name in ("accuracy", "log_loss"):
+        values = np.asarray(scores[name], np.float64)
+        sums, counts = np.bincount(index, values, len(games)), np.bincount(index, minlength=len(games))
+        draws = rng.integers(0, len(games), (bootstrap, len(games)))
+        means = sums[draws].sum(1) / counts[draws].sum(1)
+        out[name] = {
+            "value": float(values.mean()),
+            "interval": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
+        }
+    return out
+
+
 def _load(out, args):
     """The trained model, or, while it trains, its last checkpoint's (with the command's settings)."""
     if (out / "model.pt").exists():
@@ -221,9 +374,9 @@ def main(argv=None):
     args = parse_args(argv)
     if args.command == "train":
         train(args)
-    else:
-        with training.torch_threads(args.threads):
-            exactness(args)
+        return
+    with training.torch_threads(args.threads):
+        exactness(args) if args.command == "exactness" else forecast(args)
 
 
 if __name__ == "__main__":

@@ -171,3 +171,128 @@ def accuracies(model, batch):
         keep = target >= 0
         out[name] = float((logits.argmax(-1)[keep] == target[keep]).float().mean())
     return out
+
+
+# ------------------------------------------------------------------------- rollouts
+
+
+@torch.no_grad()
+def roll_out(model, kind, face, size, lengths, max_tokens, generator=None):
+    """Continue ``B`` streams with the network alone, each until it writes ``END`` or for
+    ``max_tokens`` tokens: greedily (``generator`` None) or sampling each token from the
+    network's probabilities (with that ``torch.Generator``).
+
+    ``kind``, ``face``, ``size``: int arrays ``(B, n)``, stream ``b`` in its first
+    ``lengths[b]`` tokens (from its game's ``BOS`` or any later token; only its last
+    ``model.window`` tokens are read). Returns ``(kind, face, size)`` of the tokens written,
+    ``(B, max_tokens)`` each, ``-1`` after a stream's ``END``.
+    """
+    model.eval()
+    n_players, window = model.n_players, model.window
+    b = len(lengths)
+    kind_t, face_t, size_t, under_t, valid = _last_window(kind, face, size, lengths, window, n_players)
+    caches = _prefill(model, kind_t, face_t, size_t, under_t, valid)
+    last = _head_logits(model, caches["x"])
+    out = np.full((3, b, max_tokens), -1, np.int64)
+    rows = np.arange(b)  # the streams still being written, in the caches' order
+    previous_face = np.where(kind_t[:, -1].numpy() < n_players, face_t[:, -1].numpy(), fs.NO_FACE)
+    for t in range(max_tokens):
+        k, f, z = (_choose(logits, generator) for logits in last)
+        plays, takes = k < n_players, (k >= n_players) & (k < 2 * n_players)
+        f = np.where(plays, f, fs.NO_FACE)
+        z = np.where(takes, z, fs.NO_SIZE)
+        out[:, rows, t] = np.stack([k, f, z])
+        going = k < 2 * n_players
+        if not going.any():
+            break
+        if not going.all():  # drop the streams that ended from the batch
+            keep = torch.from_numpy(np.flatnonzero(going))
+            rows, k, f, z, plays, previous_face = (a[going] for a in (rows, k, f, z, plays, previous_face))
+            _keep_rows(caches, keep)
+        under = np.where(plays & (previous_face < fs.NO_FACE), previous_face, fs.NO_FACE)
+        previous_face = f
+        x = _embed(model, k, f, z, under)
+        last = _head_logits(model, _step(model, caches, x))
+    return out[0], out[1], out[2]
+
+
+def _keep_rows(caches, keep):
+    caches["valid"] = caches["valid"][keep]
+    caches["keys"] = [k[keep] for k in caches["keys"]]
+    caches["values"] = [v[keep] for v in caches["values"]]
+
+
+def _choose(logits, generator):
+    if generator is None:
+        return logits.argmax(-1).numpy()
+    return torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(-1).numpy()
+
+
+def _last_window(kind, face, size, lengths, window, n_players):
+    """The last ``window`` tokens of each stream, right-aligned, with what lies beneath each
+    play and which slots hold a token."""
+    b = len(lengths)
+    k = np.full((b, window), fs.bos(n_players), np.int64)
+    f = np.full((b, window), fs.NO_FACE, np.int64)
+    z = np.full((b, window), fs.NO_SIZE, np.int64)
+    under = np.full((b, window), fs.NO_FACE, np.int64)
+    valid = np.zeros((b, window), bool)
+    for row, n in enumerate(lengths):
+        m = min(n, window)
+        k[row, -m:], f[row, -m:], z[row, -m:] = kind[row, n - m : n], face[row, n - m : n], size[row, n - m : n]
+        cut = max(n - m - 1, 0)
+        u = fs.under(kind[row, cut:n], face[row, cut:n], n_players)
+        under[row, -m:] = u[-m:]
+        valid[row, -m:] = True
+    t = torch.from_numpy
+    return t(k), t(f), t(z), t(under), t(valid)
+
+
+def _embed(model, k, f, z, under):
+    t = torch.from_numpy
+    return (model.kind(t(k)) + model.face(t(f)) + model.size(t(z)) + model.under(t(under))).unsqueeze(1)
+
+
+def _head_logits(model, x):
+    x = model.norm(x[:, -1])
+    return model.kind_head(x), model.face_head(x), model.size_head(x)
+
+
+def _prefill(model, kind, face, size, under, valid):
+    """Run the right-aligned windows through the network, keeping each block's keys and values."""
+    x = model.kind(kind) + model.face(face) + model.size(size) + model.under(under)
+    n = kind.shape[1]
+    bias = model.bias(n).unsqueeze(0) + torch.where(valid, 0.0, -math.inf).view(-1, 1, 1, n)
+    bias = torch.where(torch.isinf(bias).all(-1, keepdim=True), 0.0, bias)  # padded rows: anything finite
+    caches = {"x": x, "keys": [], "values": [], "valid": valid}
+    for block in model.blocks:
+        h = block.norm1(x)
+        b, _, d = h.shape
+        q, k, v = block.qkv(h).view(b, n, 3, block.heads, d // block.heads).permute(2, 0, 3, 1, 4)
+        caches["keys"].append(k)
+        caches["values"].append(v)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        x = x + block.out(attended.transpose(1, 2).reshape(b, n, d))
+        x = x + block.mlp(block.norm2(x))
+    caches["x"] = x
+    return caches
+
+
+def _step(model, caches, x):
+    """One new token through the network against the cached window; the cache slides by one."""
+    valid = torch.cat([caches["valid"][:, 1:], torch.ones(len(x), 1, dtype=torch.bool)], 1)
+    caches["valid"] = valid
+    w = valid.shape[1]
+    distance = torch.arange(w - 1, -1, -1, dtype=torch.float32)
+    bias = (-model.slopes * distance.view(1, 1, w)).unsqueeze(0) + torch.where(valid, 0.0, -math.inf).view(-1, 1, 1, w)
+    for i, block in enumerate(model.blocks):
+        h = block.norm1(x)
+        b, _, d = h.shape
+        q, k, v = block.qkv(h).view(b, 1, 3, block.heads, d // block.heads).permute(2, 0, 3, 1, 4)
+        keys = torch.cat([caches["keys"][i][:, :, 1:], k], 2)
+        values = torch.cat([caches["values"][i][:, :, 1:], v], 2)
+        caches["keys"][i], caches["values"][i] = keys, values
+        attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias)
+        x = x + block.out(attended.transpose(1, 2).reshape(b, 1, d))
+        x = x + block.mlp(block.norm2(x))
+    return x
