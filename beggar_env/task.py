@@ -1,9 +1,10 @@
 """The forecasting task, shared by the single env, the vector env and the datasets: the
 options (:class:`EnvConfig`), the observation layout, the scoring of forecasts, and the
-compiled reset and step kernels.
+compiled pieces their kernels share: the observation writer and the faces view's deal and
+step (the envs' own reset and step kernels are :mod:`beggar_env.envs.kernels`).
 
-Every kernel works on a batch of games (the single env is a batch of one) and drives the
-rules through :mod:`beggar_env.core` only. An observation is one flat int32 row; the
+The kernels drive the rules through :mod:`beggar_env.core` only (and the faces through
+:mod:`beggar_env.faces`). An observation is one flat int32 row; the
 Gymnasium ``Dict`` observation is a set of views of that row (see :class:`Layout`). The
 Gymnasium pieces (the spaces, the checks of actions and deals, the infos) are the envs'
 (:mod:`beggar_env.envs.spaces`, :mod:`beggar_env.envs.infos`): nothing here imports
@@ -16,11 +17,10 @@ from enum import IntEnum
 
 import numba
 import numpy as np
-from numba import prange
 
-from . import checks, core
+from . import checks, core, faces
 from .core import Card, Outcome
-from .jit import jit, serial_and_parallel
+from .jit import jit
 
 PILE_SLOTS = 52  # env deals hold at most 52 cards
 EMPTY = -1  # an unused pile or hand slot; also "nobody" for the court seat
@@ -28,6 +28,7 @@ UNKNOWN = -2  # a card that a card-counter has not seen (observation="counted")
 INT32_MAX = np.iinfo(np.int32).max
 LOG_FLOOR = 1e-6  # the log score of a forecast is clipped at log(1e-6), so it stays finite
 CAPACITY = core.capacity_for(PILE_SLOTS)
+LAST_FACE = faces.N_FACES - 1
 
 
 def names(enum):
@@ -74,15 +75,18 @@ class Field(IntEnum):
     ALIVE = 0
     CARDS = 1
     COURT = 2
-    HAND_SIZES = 3
-    HANDS = 4  # observation="full" only
-    KNOWN = 5  # observation="counted" only
-    OWED = 6
-    PILE = 7
-    PILE_SIZE = 8
-    TRICKS = 9
-    TURN = 10
-    UNSEEN = 11  # observation="counted" only
+    HAND_FACES = 3  # faces=True with observation="full" only
+    HAND_SIZES = 4
+    HANDS = 5  # observation="full" only
+    KNOWN = 6  # observation="counted" only
+    OWED = 7
+    PILE = 8
+    PILE_FACES = 9  # faces=True only
+    PILE_SIZE = 10
+    PLAYED = 11  # faces=True only
+    TRICKS = 12
+    TURN = 13
+    UNSEEN = 14  # observation="counted" only
 
 
 def slot_names(name, shape):
@@ -105,6 +109,12 @@ class Layout:
     dealt to it and not yet seen, the class of a card it took from a pile, -1 after its
     last card; and ``unseen``, how many cards of each class nobody has seen yet.
 
+    ``faces=True`` adds, at any level, the cards' faces (0..51, ``rank * 4 + suit``, see
+    :mod:`beggar_env.faces`): ``pile_faces``, the pile's faces in play order (-1 after the
+    last card), and ``played``, the face of the card just played (-1 before the first),
+    which shows the card that completes a payment and is taken at once, never lying on the
+    pile; with ``full``, ``hand_faces``: every hand's faces from the top, -1 after the last.
+
     The fields lie in :class:`Field` order, sorted by name as Gymnasium's ``Dict`` space
     sorts its keys: a row equals ``gymnasium.spaces.flatten(space, obs)`` of its ``Dict``
     observation (:func:`beggar_env.envs.spaces.observation_space`), and :attr:`columns`
@@ -112,9 +122,10 @@ class Layout:
     layout).
     """
 
-    def __init__(self, n_players, observation="public"):
+    def __init__(self, n_players, observation="public", faces=False):
         p = n_players
         level = Observation[checks.choice("observation", observation, OBSERVATIONS).upper()]
+        self.faces = checks.boolean("faces", faces)
         declared = [
             (Field.ALIVE, (p,), 0, 1),
             (Field.CARDS, (), 0, INT32_MAX),
@@ -131,6 +142,11 @@ class Layout:
         if level == Observation.COUNTED:
             declared.append((Field.KNOWN, (p, PILE_SLOTS), UNKNOWN, Card.ACE))
             declared.append((Field.UNSEEN, (core.N_CLASSES,), 0, PILE_SLOTS))
+        if self.faces:
+            declared.append((Field.PILE_FACES, (PILE_SLOTS,), EMPTY, LAST_FACE))
+            declared.append((Field.PLAYED, (), EMPTY, LAST_FACE))
+            if level == Observation.FULL:
+                declared.append((Field.HAND_FACES, (p, PILE_SLOTS), EMPTY, LAST_FACE))
         declared.sort(key=lambda entry: entry[0])
         self.observation = level
         self.fields = [(field.name.lower(), shape, low, high) for field, shape, low, high in declared]
@@ -167,6 +183,7 @@ SETTINGS_DTYPE = np.dtype(
         ("step_unit", np.int8),  # a StepUnit
         ("autoreset", np.int8),  # an Autoreset
         ("observation", np.int8),  # an Observation level
+        ("faces", np.int8),  # 1: the faces view (the kernels keep and show the cards' faces)
         ("max_cards", np.int64),  # the agreed limit (core.NO_LIMIT: none)
     ],
     align=True,
@@ -186,6 +203,7 @@ class EnvConfig:
     max_cards : the agreed limit (None: none)
     render_mode : the render mode asked for, or None
     render_modes : the render modes the env offers
+    faces : whether observations show the cards' faces (:class:`Layout`)
     """
 
     def __init__(
@@ -198,6 +216,7 @@ class EnvConfig:
         max_cards=None,
         render_mode=None,
         render_modes=(),
+        faces=False,
     ):
         self.n_players = checks.n_players(n_players)
         self.step_unit = checks.choice("step_unit", step_unit, STEP_UNITS)
@@ -208,7 +227,8 @@ class EnvConfig:
         if render_mode is not None:  # "rgb_array" draws with Pillow: render() says when it is missing, not the env
             checks.choice("render_mode", render_mode, render_modes)
         self.render_mode = render_mode
-        self.layout = Layout(self.n_players, self.observation)
+        self.faces = checks.boolean("faces", faces)
+        self.layout = Layout(self.n_players, self.observation, self.faces)
         self.n_outcomes = self.n_players + 1
 
     def settings(self, autoreset=Autoreset.DISABLED):
@@ -218,6 +238,7 @@ class EnvConfig:
         settings["step_unit"] = StepUnit[self.step_unit.upper()]
         settings["autoreset"] = autoreset
         settings["observation"] = self.layout.observation
+        settings["faces"] = self.faces
         settings["max_cards"] = self.max_cards
         return settings.view(np.recarray) if numba.config.DISABLE_JIT else settings
 
@@ -225,15 +246,27 @@ class EnvConfig:
 # --------------------------------------------------------------------------- kernels
 
 
+NO_FACES = np.full((1, 1), faces.NO_FACE, np.int8)  # the face buffers of a view without faces
+
+
 @jit
 def write_observation(s, out, settings):
+    """Write state ``s`` into the flat row ``out`` (a layout without faces): :func:`write_view`."""
+    write_view(s, out, settings, NO_FACES, EMPTY)
+
+
+@jit
+def write_view(s, out, settings, face_rows, played):
     """Write state ``s`` into the flat row ``out``, field after field in :class:`Field`
     order, as :class:`Layout` declares them (a test checks every field of every level
-    against Gymnasium's ``flatten``).
+    against Gymnasium's ``flatten``). With ``settings.faces``, ``face_rows`` holds the
+    game's faces (:func:`new_faces`: a row per hand, then the pile's) and ``played`` the
+    face of the card just played; without, neither is read.
 
     The offsets are counted here rather than read from the layout: stores to ``out``
     could alias offsets read from memory, which costs the env a fifth of its speed."""
     n_players = s.held.shape[0]
+    shown = settings.faces != 0
     k = 0
     for p in range(n_players):
         out[k + p] = s.alive[p]
@@ -241,6 +274,8 @@ def write_observation(s, out, settings):
     out[k] = min(s.cards, INT32_MAX)
     out[k + 1] = s.court
     k += 2
+    if shown and settings.observation == Observation.FULL:
+        k = _write_hand_faces(s, out, k, face_rows)
     for p in range(n_players):
         out[k + p] = s.held[p]
     k += n_players
@@ -248,15 +283,36 @@ def write_observation(s, out, settings):
         k = _write_hands(s, out, k)
     elif settings.observation == Observation.COUNTED:
         after_known = 1 + PILE_SLOTS + 3  # owed, pile, pile_size, tricks, turn: then unseen
+        if shown:
+            after_known += PILE_SLOTS + 1  # pile_faces, played
         k = _write_known(s, out, k, k + n_players * PILE_SLOTS + after_known)
     out[k] = s.owed
     k += 1
     for j in range(PILE_SLOTS):
         out[k + j] = s.pile[j] if j < s.pile_len else EMPTY
     k += PILE_SLOTS
+    if shown:
+        for j in range(PILE_SLOTS):
+            out[k + j] = face_rows[n_players, j] if j < s.pile_len else EMPTY
+        k += PILE_SLOTS
     out[k] = s.pile_len
+    if shown:
+        out[k + 1] = played
+        k += 1
     out[k + 1] = min(s.tricks, INT32_MAX)
     out[k + 2] = s.turn
+
+
+@jit
+def _write_hand_faces(s, out, k, face_rows):
+    """``hand_faces``: every hand's faces from the top, from ``out[k]``; returns the next offset."""
+    mask = s.pile.shape[0] - 1
+    for p in range(s.held.shape[0]):
+        head = s.head[p]
+        for j in range(PILE_SLOTS):
+            out[k + j] = face_rows[p, (head + j) & mask] if j < s.held[p] else EMPTY
+        k += PILE_SLOTS
+    return k
 
 
 @jit
@@ -329,7 +385,7 @@ def score(label, probs, truth, kind):
 # A batch of envs is: `states[i]`, the game of env i; `ahead[i]`, three scratch records
 # (the game played ahead and finish's two); `progress[i]`, finish's progress record;
 # `results[i]`, the outcome of env i's game, known from its start; `envs[i]`, the env's
-# own record (ENV_DTYPE).
+# own record (ENV_DTYPE); `face_rows[i]`, its game's faces (new_faces).
 
 ENV_DTYPE = np.dtype(
     [
@@ -338,114 +394,54 @@ ENV_DTYPE = np.dtype(
         ("episode", np.uint64),  # ... and the number of deals drawn from it
         ("reward", np.float64),  # of the last step
         ("terminated", np.uint8),  # by the last step
+        ("played", np.int8),  # the face of the card just played (faces on; NO_FACE before the first)
     ],
     align=True,
 )
 
 
+def new_faces(n_games, n_players, shown):
+    """The face buffers of a batch of games, one int8 block ``(n_players + 1, CAPACITY)``
+    each: a ring row per hand, laid out as the state's hands, then the pile's row
+    (:func:`beggar_env.faces.new_faces`'s two arrays in one, so that a kernel takes one
+    argument more, not two). Without faces (``shown`` false), one unread slot a game."""
+    if not shown:
+        return np.full((n_games, 1, 1), faces.NO_FACE, np.int8)
+    return np.full((n_games, n_players + 1, CAPACITY), faces.NO_FACE, np.int8)
+
+
 def env_bytes(n_players):
-    """The memory one env of the vector env takes, at most (the largest observation): its
-    game, the three records that play it ahead, its progress and result (and a final one),
-    its observation (and a final one), its slice of the batched observation space (a low and
-    a high bound per slot) and of the action space."""
+    """The memory one env of the vector env takes, at most (the largest observation, with
+    faces): its game, the three records that play it ahead, its progress and result (and a
+    final one), its faces, its observation (and a final one), its slice of the batched
+    observation space (a low and a high bound per slot) and of the action space."""
     state = core.state_dtype(n_players, CAPACITY).itemsize
-    slots = max(Layout(n_players, level).size for level in OBSERVATIONS)
+    slots = max(Layout(n_players, level, True).size for level in OBSERVATIONS)
     records = 4 * state + core.new_progress(1).dtype.itemsize + 2 * core.result_dtype(n_players).itemsize
-    return records + ENV_DTYPE.itemsize + 2 * 4 * slots + 2 * 8 * slots + 2 * 8 * (n_players + 1) + 1
+    face_bytes = (n_players + 1) * CAPACITY
+    return records + ENV_DTYPE.itemsize + face_bytes + 2 * 4 * slots + 2 * 8 * slots + 2 * 8 * (n_players + 1) + 1
 
 
-def new_envs(n_envs, n_players):
-    """The arrays of a batch of envs (states, ahead, progress, results, envs), ready to be dealt."""
-    envs = np.zeros(n_envs, ENV_DTYPE)
-    results = core.new_results(n_envs, n_players)
-    states = core.new_states(n_envs, n_players, CAPACITY)
-    ahead, progress = core.new_work(n_envs, n_players, CAPACITY)
-    if not numba.config.DISABLE_JIT:
-        results = results.view(np.ndarray)
-    else:
-        envs = envs.view(np.recarray)
-    return states, ahead, progress, results, envs
+NO_CARDS = np.zeros((0, 1), np.int8)  # core.shuffled_deals' arrays, for compiled code (and no given faces)
+NO_HAND_SIZES = np.zeros((0, 1), np.int32)
 
 
 @jit
-def _prepare(states, ahead, progress, results, envs, i, settings, obs):
-    """Env i's game has just been dealt: play it ahead to learn its outcome."""
-    core.copy_state(states[i], ahead[i, 0])
-    core.finish_now(ahead[i, 0], True, results[i], ahead[i, 1], ahead[i, 2], progress[i])
-    envs[i].truth = core.outcome_label(results[i].winner, states[i].held.shape[0])
-    envs[i].terminated = 0
-    write_observation(states[i], obs[i], settings)
+def deal_faces(s, face_rows, deals, given, i, deck):
+    """Give game ``i`` of ``deals`` (``core.given_deals``' or ``core.shuffled_deals``'
+    tuple), just dealt into ``s``, its faces (:func:`beggar_env.faces.deal_into`)."""
+    n_players = s.held.shape[0]
+    faces.deal_into(s, face_rows[:n_players], face_rows[n_players], deals, given, i, deck)
 
 
 @jit
-def _deal_random(states, ahead, progress, results, envs, i, settings, obs):
-    deck = np.empty(core.DECK_SIZE, np.int64)
-    key = core.derive_key(envs[i].seed, envs[i].episode)
-    envs[i].episode += np.uint64(1)
-    core.init_shuffled_state(states[i], key, settings.max_cards, core.NO_LIMIT, deck)
-    _prepare(states, ahead, progress, results, envs, i, settings, obs)
-
-
-@jit
-def reset_dealt(states, ahead, progress, results, envs, i, cards, hand_sizes, settings, obs):
-    """Deal env i an explicit deal (classes, hand after hand).
-
-    Parameters
-    ----------
-    states, ahead, progress, results, envs : the batch of envs (:func:`new_envs`)
-    i : the env dealt
-    cards, hand_sizes : the deal's classes, hand after hand, and hand sizes
-    settings : :meth:`EnvConfig.settings`'s record
-    obs : the flat observation rows, env ``i``'s written
-    """
-    s = settings[0]
-    core.init_state(states[i], cards, hand_sizes, s.max_cards, core.NO_LIMIT)
-    _prepare(states, ahead, progress, results, envs, i, s, obs)
-
-
-def _reset_random(states, ahead, progress, results, envs, mask, settings, obs):
-    """Deal every env i with ``mask[i]`` the next deal of its random stream."""
-    for i in prange(states.shape[0]):
-        if mask[i]:
-            _deal_random(states, ahead, progress, results, envs, i, settings[0], obs)
-
-
-def _step(states, ahead, progress, results, envs, labels, probs, settings, obs, final_obs, final_results):
-    """Score each env's forecast, then advance its game by a card or a trick.
-
-    ``settings`` is :meth:`EnvConfig.settings`'s record (one argument rather than five:
-    each argument costs time on every call from Python).
-
-    A game that never ends stops at its first repeated position (status CYCLE, see
-    ``core.episode_over``). An env whose game is over is scored and left as it is, unless
-    autoreset deals it anew: NEXT_STEP on the step after it ended (no score: reward 0),
-    SAME_STEP at once (its last observation and result are kept in ``final_obs`` and
-    ``final_results``).
-    """
-    for i in prange(states.shape[0]):
-        cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
-        e = envs[i]
-        if cfg.autoreset == Autoreset.NEXT_STEP and e.terminated:
-            _deal_random(states, ahead, progress, results, envs, i, cfg, obs)
-            e.reward = 0.0
-            continue
-        e.reward = score(labels[i], probs[i], e.truth, cfg.reward)
-        s = states[i]
-        if s.status == Outcome.RUNNING:
-            if cfg.step_unit == StepUnit.TRICK:
-                core.step_trick(s)
-            else:
-                core.step_card(s)
-        e.terminated = core.episode_over(s, results[i])
-        write_observation(s, obs[i], cfg)
-        if cfg.autoreset == Autoreset.SAME_STEP and e.terminated:
-            final_obs[i, :] = obs[i]
-            final_results[i] = results[i]
-            _deal_random(states, ahead, progress, results, envs, i, cfg, obs)
-            e.terminated = 1  # _deal_random cleared it; this step did end an episode
-
-
-# One source, two builds: serial for a single env (no thread start-up per step),
-# parallel for the vector env.
-step, step_parallel = serial_and_parallel(_step)
-reset_random, reset_random_parallel = serial_and_parallel(_reset_random)
+def step_faces(s, face_rows, trick):
+    """Play a card (``trick``: a trick, card by card to its end) of the running game ``s``
+    and move its faces (:func:`beggar_env.faces.step_card`); return the last card's face."""
+    n_players = s.held.shape[0]
+    hands, pile = face_rows[:n_players], face_rows[n_players]
+    before = s.tricks
+    face = faces.step_card(s, hands, pile)
+    while trick and s.status == Outcome.RUNNING and s.tricks == before:
+        face = faces.step_card(s, hands, pile)
+    return face

@@ -6,7 +6,7 @@ import numpy as np
 from .. import checks, task
 from ..core import Outcome
 from ..jit import argument_types, bind
-from . import spaces
+from . import kernels, spaces
 from .infos import end_info, unbatched
 from .render import pillow_installed
 
@@ -51,23 +51,40 @@ class BeggarEnv(gym.Env):
     ``observation="public"`` fields are what players at the table see;
     ``observation="counted"`` adds what a perfect card-counter knows from the public history
     (``docs/forecasting.md``); ``observation="full"`` adds every hand, which makes the
-    outcome computable (for oracle baselines). In ``known``, a
-    card dealt to a hand and not yet seen is -2; a card it took from a pile shows its class.
+    outcome computable (for oracle baselines); ``faces=True`` adds, at any level, the cards'
+    faces (below). In ``known``, a card dealt to a hand and not yet seen is -2; a card it
+    took from a pile shows its class.
 
     | key | shape | level | meaning |
     |---|---|---|---|
     | ``alive`` | (n_players,) | all | 1 for seats still in the game |
     | ``cards`` | () | all | cards played so far |
     | ``court`` | () | all | the seat that laid the last court card, -1 if none |
+    | ``hand_faces`` | (n_players, 52) | full, faces | every hand's faces from the top, -1 after the last card |
     | ``hand_sizes`` | (n_players,) | all | cards in each hand |
     | ``hands`` | (n_players, 52) | full | every hand's classes from the top, -1 after the last card |
     | ``known`` | (n_players, 52) | counted | every hand from the top: -2 not yet seen, else its class, -1 after it |
     | ``owed`` | () | all | cards still owed to ``court`` (0: none) |
     | ``pile`` | (52,) | all | the pile in play order: 0 numeral, 1 J, 2 Q, 3 K, 4 A; -1 = empty slot |
+    | ``pile_faces`` | (52,) | faces | the pile's faces in play order, -1 after the last card |
     | ``pile_size`` | () | all | cards in the pile |
+    | ``played`` | () | faces | the face of the card just played (-1 before the first card) |
     | ``tricks`` | () | all | piles taken so far |
     | ``turn`` | () | all | the seat to play next |
     | ``unseen`` | (5,) | counted | how many cards of each class nobody has seen yet |
+
+    **Faces.** At a real table every card shows its face, one of 52; the rules need only
+    its class. With ``faces=True`` the observation shows the faces too, as ids 0..51,
+    ``rank * 4 + suit`` (ranks 2..A as 0..12, suits C D H S as 0..3;
+    ``beggar_env.faces.FACE_NAMES[f]`` names face ``f``, ``beggar_env.core.CLASS_OF_CARD_ID[f]``
+    gives its class, always the class shown beside it). A random deal's faces are its shuffled
+    deck's cards (the same seed, the same faces); a given deal's are the faces its cards name
+    (``"10H"``), the others by the fixed rule of ``beggar_env.faces.deal_faces``. ``played``
+    matters because a card that completes a payment is taken with the pile at once and never
+    lies on it: ``pile`` and ``pile_faces`` do not show it, ``played`` does. With
+    ``step_unit="trick"``, ``played`` is the trick's last card. Faces are public at a real
+    table, so this is a view, not a leak: every game, outcome, reward, info and every other
+    field is the same with faces and without (tested).
 
     ## Rewards
     Every step scores the forecast against the true outcome at once (a dense reward):
@@ -105,8 +122,9 @@ class BeggarEnv(gym.Env):
 
     ## Arguments
     ``gym.make("Beggar-v0", n_players=2, step_unit="card", observation="public",
-    forecast="label", reward="accuracy", max_cards=None, render_mode=None)``;
-    ``observation`` is ``"public"``, ``"counted"`` or ``"full"`` (above);
+    forecast="label", reward="accuracy", max_cards=None, render_mode=None, faces=False)``;
+    ``observation`` is ``"public"``, ``"counted"`` or ``"full"`` (above); ``faces`` (True or
+    False) adds the cards' faces to any of them (above);
     ``render_mode`` is ``"human"`` (the text table printed on standard output at every
     ``reset`` and ``step``, at most ``metadata["render_fps"]`` (4) steps a second: a game at
     a pace one can follow; ``render()`` prints it again and returns None), ``"ansi"`` (the
@@ -120,7 +138,8 @@ class BeggarEnv(gym.Env):
     0 .. 2**63-1. ``gym.make_vec("Beggar-v0", num_envs=N)`` gives the native vector env.
 
     ## Version history
-    * v0: initial version.
+    * v0: initial version; the ``faces`` option (a view: every game and reward unchanged)
+      added later, off by default.
     """
 
     metadata = {
@@ -137,9 +156,10 @@ class BeggarEnv(gym.Env):
         reward: str = "accuracy",
         max_cards: int | None = None,
         render_mode: str | None = None,
+        faces: bool = False,
     ):
         self.config = task.EnvConfig(
-            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, SINGLE_RENDER_MODES
+            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, SINGLE_RENDER_MODES, faces
         )
         self.render_mode = render_mode
         self._terminal = None  # render_mode="human": its frames' pace (render.Terminal), made at the first frame
@@ -147,7 +167,8 @@ class BeggarEnv(gym.Env):
             self.metadata = {**self.metadata, "render_modes": [*self.metadata["render_modes"], render_mode]}
         self.observation_space = spaces.observation_space(self.config.layout)
         self.action_space = spaces.action_space(self.config)
-        self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(1, self.config.n_players)
+        arrays = kernels.new_envs(1, self.config.n_players, self.config.faces)
+        self._states, self._ahead, self._progress, self._results, self._envs, self._faces = arrays
         self._obs = np.zeros((1, self.config.layout.size), np.int32)
         self._labels = np.zeros(1, np.int64)  # this step's forecast: a label, or -1 and probs
         self._probs = np.zeros((1, self.config.n_outcomes))
@@ -160,6 +181,7 @@ class BeggarEnv(gym.Env):
         self._started = self._playing = False
 
     _VIEWS = (
+        "_arrays",
         "_cards",
         "_tricks",
         "_status",
@@ -172,13 +194,10 @@ class BeggarEnv(gym.Env):
     )
 
     def _bind_views(self):
+        self._arrays = (self._states, self._ahead, self._progress, self._results, self._envs, self._faces)
         self._row = self._obs[0]
         self._step_args = (
-            self._states,
-            self._ahead,
-            self._progress,
-            self._results,
-            self._envs,
+            *self._arrays,
             self._labels,
             self._probs,
             self._settings,
@@ -215,12 +234,11 @@ class BeggarEnv(gym.Env):
             self._envs["seed"][0] = checks.seed(seed if seed is not None else self.np_random)
             self._envs["episode"][0] = 0
             self._seeded = True
-        arrays = (self._states, self._ahead, self._progress, self._results, self._envs)
         if deal is None:
-            task.reset_random(*arrays, _ONE, self._settings, self._obs)
+            kernels.reset_random(*self._arrays, _ONE, self._settings, self._obs)
         else:
-            deal = spaces.check_deal(c, deal)
-            task.reset_dealt(*arrays, 0, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, self._obs)
+            dealt, given = spaces.dealt(c, spaces.check_deal(c, deal))
+            kernels.reset_dealt(*self._arrays, 0, dealt, given, self._settings, self._obs)
         self._started = self._playing = True
         if self.render_mode == "human":
             self._show(paced=False)
@@ -234,7 +252,7 @@ class BeggarEnv(gym.Env):
         else:
             self._labels[:], self._probs[:] = spaces.forecasts(self.config, action, 1, name="action")
         if self._step_kernel is None:
-            self._step_kernel, self._step_types = bind(task.step, self._step_args)
+            self._step_kernel, self._step_types = bind(kernels.step, self._step_args)
         self._step_kernel(*self._step_args)
         over = self._terminated.item(0) != 0
         self._playing = not over

@@ -10,7 +10,7 @@ The layout, the settings and the compiled kernels that these describe are the ta
 import numpy as np
 from gymnasium import spaces
 
-from .. import checks
+from .. import checks, core, deals, faces
 from ..deals import parse_deal
 from ..task import PILE_SLOTS
 
@@ -45,6 +45,16 @@ def check_deal(config, deal, name="options['deal']"):
     if deal.n_cards > PILE_SLOTS:
         raise ValueError(f"{name}: the deal has {deal.n_cards} cards; the env plays at most {PILE_SLOTS}")
     return deal
+
+
+def dealt(config, deal):
+    """A checked deal (:func:`check_deal`) as the reset kernels take it: ``core.given_deals``
+    of it alone, and its faces (``faces.deal_faces``; none without the faces view)."""
+    cards, hand_sizes = deals.pack_deals([deal])
+    given = np.zeros((1, 0), np.int8)
+    if config.faces:
+        given = faces.given_faces([faces.deal_faces(deal)], cards.shape[1])
+    return core.given_deals(cards, hand_sizes), given
 
 
 def forecasts(config, actions, n_envs, name="actions"):

@@ -9,7 +9,7 @@ from gymnasium.vector.utils import batch_space
 from .. import checks, core, task
 from ..jit import PARALLEL
 from ..task import Autoreset
-from . import spaces
+from . import kernels, spaces
 from .env import RENDER_MODES, BeggarEnv
 from .infos import end_info
 
@@ -69,6 +69,7 @@ class BeggarVectorEnv(VectorEnv):
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         copy: bool = True,
+        faces: bool = False,
     ):
         num_envs = checks.count("num_envs", num_envs, 1)
         checks.memory(
@@ -87,7 +88,7 @@ class BeggarVectorEnv(VectorEnv):
                 f"not {type(render_mode).__name__}"
             )
         self.config = task.EnvConfig(
-            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES
+            n_players, step_unit, observation, forecast, reward, max_cards, render_mode, RENDER_MODES, faces
         )
         self.num_envs = num_envs
         self.render_mode = render_mode
@@ -102,10 +103,8 @@ class BeggarVectorEnv(VectorEnv):
         self.observation_space = spaces.observation_space(self.config.layout, (self.num_envs,))
         self.single_action_space = spaces.action_space(self.config)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._states, self._ahead, self._progress, self._results, self._envs = task.new_envs(
-            self.num_envs, self.config.n_players
-        )
-        self._arrays = (self._states, self._ahead, self._progress, self._results, self._envs)
+        self._arrays = kernels.new_envs(self.num_envs, self.config.n_players, self.config.faces)
+        self._states, self._ahead, self._progress, self._results, self._envs, _ = self._arrays
         self._final_results = np.zeros_like(self._results)
         self._obs = np.zeros((self.num_envs, self.config.layout.size), np.int32)
         self._final_obs = np.zeros_like(self._obs)
@@ -127,7 +126,7 @@ class BeggarVectorEnv(VectorEnv):
         obs = self._obs.copy() if self.copy else self._obs  # envs outside reset_mask keep their observation
         if deals is None:
             with PARALLEL:
-                task.reset_random_parallel(*self._arrays, mask, self._settings, obs)
+                kernels.reset_random_parallel(*self._arrays, mask, self._settings, obs)
         else:
             self._deal(deals, mask, obs)
         self._obs = obs
@@ -169,7 +168,7 @@ class BeggarVectorEnv(VectorEnv):
             i: spaces.check_deal(c, deals[i], f"options['deals'][{i}]") for i in np.flatnonzero(mask)
         }  # before any is dealt
         for i, deal in chosen.items():
-            task.reset_dealt(*self._arrays, i, deal.classes(), np.array(deal.hand_sizes, np.int32), self._settings, obs)
+            kernels.reset_dealt(*self._arrays, i, *spaces.dealt(c, deal), self._settings, obs)
 
     # ------------------------------------------------------------------- step
 
@@ -179,7 +178,9 @@ class BeggarVectorEnv(VectorEnv):
         labels, probs = spaces.forecasts(self.config, actions, self.num_envs)
         obs = np.empty_like(self._obs) if self.copy else self._obs  # the kernel writes every row
         with PARALLEL:
-            task.step_parallel(*self._arrays, labels, probs, self._settings, obs, self._final_obs, self._final_results)
+            kernels.step_parallel(
+                *self._arrays, labels, probs, self._settings, obs, self._final_obs, self._final_results
+            )
         self._obs = obs
         terminated = self._envs["terminated"].astype(np.bool_)
         infos = self._infos(self._all)
