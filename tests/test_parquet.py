@@ -255,6 +255,7 @@ def test_metadata_records_what_made_the_dataset(tmp_path):
         "splits": None,
         "game_weights": False,
         "shard_games": shards.SHARD_GAMES,
+        "faces": False,
     }
     assert "RULES.md" in meta["rules"] and meta["n_samples"] == 20
     assert [tuple(f) for f in meta["fields"]] == [

@@ -29,6 +29,12 @@ def add_parser(commands):
         metavar="public|full|counted",
         help="the table (default), and every hand (full), or what a card-counter knows (counted)",
     )
+    d.add_argument(
+        "--faces",
+        action="store_true",
+        help="also the cards' faces: the pile's, the card just played's, and with full the hands' (a view: "
+        "the same games and labels)",
+    )
     options.add_run_options(d, "generating")
     options.add_limits(d, tricks=False)
     d.add_argument(
@@ -71,6 +77,7 @@ def run(args):
         samples=samples,
         threads=args.threads,
         max_cards=args.max_cards,
+        faces=args.faces,
     )
     if not args.out.endswith(".npz"):
         return _to_parquet(args, settings)
@@ -88,7 +95,8 @@ def run(args):
     out = dataset.save(out)
     print(
         f"{plural(len(dataset), 'sample')} of {plural(args.games, 'game')} ({args.players} players, "
-        f"{args.observation} observation, samples={args.samples}, seed {seed}) saved to {out}"
+        f"{args.observation} observation{' with faces' if args.faces else ''}, samples={args.samples}, seed {seed}) "
+        f"saved to {out}"
     )
     print(f"{len(dataset) / seconds:,.0f} samples/s ({seconds:.2f} s)")
 
@@ -124,7 +132,8 @@ def _to_parquet(args, settings):
     n, size = meta["n_samples"], meta["bytes"]
     print(
         f"{plural(n, 'sample')} of {plural(args.games, 'game')} ({args.players} players, {args.observation} "
-        f"observation, samples={args.samples}, seed {seed}) saved to {args.out} as Parquet: "
+        f"observation{' with faces' if args.faces else ''}, samples={args.samples}, seed {seed}) saved to {args.out} "
+        "as Parquet: "
         f"{plural(len(meta['shards']), 'shard')}, {size / 2**20:,.1f} MiB ({size / max(n, 1):.1f} bytes a sample)"
     )
     if splits is not None:

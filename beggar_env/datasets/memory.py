@@ -28,7 +28,9 @@ class Dataset:
     ``winner`` (seat, -1 none), ``label`` (the env's forecast label: the winner, or
     n_players for none), ``game_cards`` and ``game_tricks`` (its game's length, to the
     end or the first repeat), ``progress`` (cards played so far / game_cards) and
-    ``weight`` (1 / the samples of its game, so that each game counts once).
+    ``weight`` (1 / the samples of its game, so that each game counts once). With
+    ``faces``, the rows hold the faces view too (``pile_faces``, ``played``, and
+    ``hand_faces`` when full: ``task.Layout``).
     """
 
     observations: np.ndarray
@@ -41,12 +43,13 @@ class Dataset:
     observation: str = "public"
     samples: str = "card"
     seed: int = 0
+    faces: bool = False
     layout: task.Layout = field(init=False, repr=False)
 
     ARRAYS = ("observations", "game", "outcome", "winner", "game_cards", "game_tricks")
 
     def __post_init__(self):
-        self.layout = task.Layout(self.n_players, self.observation)
+        self.layout = task.Layout(self.n_players, self.observation, self.faces)
 
     def __len__(self):
         return len(self.observations)
@@ -77,7 +80,13 @@ class Dataset:
         """Save as ``.npz`` (uncompressed; ``.npz`` is added to a name without it) and
         return the path written. The file is replaced whole or not at all."""
         arrays = {name: getattr(self, name) for name in self.ARRAYS}
-        meta = dict(n_players=self.n_players, observation=self.observation, samples=self.samples, seed=self.seed)
+        meta = dict(
+            n_players=self.n_players,
+            observation=self.observation,
+            samples=self.samples,
+            seed=self.seed,
+            faces=self.faces,
+        )
         return files.save_npz(path, **arrays, **meta, columns=np.array(self.columns))
 
 
@@ -106,6 +115,7 @@ def read_npz(path) -> Dataset:
             observation=str(data["observation"]),
             samples=str(data["samples"]),
             seed=int(data["seed"]),
+            faces=bool(data["faces"]) if "faces" in data else False,  # files saved before the faces view: none
         )
         written = [str(c) for c in data["columns"]] if "columns" in data else None
     if written is None:
@@ -130,6 +140,7 @@ def generate(
     threads: int | None = None,
     max_cards: int | None = None,
     progress=None,
+    faces: bool = False,
 ) -> Dataset:
     """Play ``n_games`` random games and return their samples as a :class:`Dataset`.
 
@@ -149,10 +160,12 @@ def generate(
     threads : the compiled threads (None: all cores).
     max_cards : the agreed limit of a game's cards (None: none).
     progress : ``progress(done, 2 * n_games)``, or None.
+    faces : whether a sample holds the faces view too (``pile_faces``, ``played``, and
+        ``hand_faces`` when full; the same games, samples and labels as without).
     """
     n_games = checks.count("n_games", n_games)
     checks.callback("progress", progress)
-    config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
+    config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards, faces=faces)
     mode, k = parse_samples(samples)
     seed = int(checks.seed(seed))
     key = np.uint64(seed)
@@ -167,6 +180,7 @@ def generate(
         checks.memory(most * (config.layout.size * 4 + 40), f"{most:,} samples of {n_games:,} games", "fewer samples")
     with parallel(threads) as n_threads:
         work = core.new_work(n_threads * CHUNKS_PER_THREAD, config.n_players, task.CAPACITY)
+        face_rows = task.new_faces(len(work[0]), config.n_players, config.faces)
         results = core.new_results(n_games, config.n_players)
         report = None if progress is None else lambda done: progress(done, 2 * n_games)
         play_games(key, 0, results, config.max_cards, work, report)
@@ -182,7 +196,7 @@ def generate(
         obs = np.empty((n_samples, config.layout.size), np.int32)
         for lo in range(0, n_games, GAMES_PER_WRITE):
             hi = min(lo + GAMES_PER_WRITE, n_games)
-            write_samples(key, lo, results[lo:hi], offsets[lo : hi + 1], mode, k, settings, obs, work[0])
+            write_samples(key, lo, results[lo:hi], offsets[lo : hi + 1], mode, k, settings, obs, work[0], face_rows)
             if progress is not None:
                 progress(n_games + hi, 2 * n_games)
     game = np.repeat(np.arange(n_games, dtype=np.int64), counts)
@@ -197,4 +211,5 @@ def generate(
         observation=observation,
         samples=str(samples),
         seed=seed,
+        faces=config.faces,
     )

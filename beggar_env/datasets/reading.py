@@ -140,7 +140,14 @@ def _load_folder(directory, split):
             start = stop
     if start != n_rows:
         raise ValueError(f"{directory}: the shards have {start:,} samples, dataset.json {n_rows:,}")
-    return Dataset(**out, n_players=job.n_players, observation=job.observation, samples=str(job.samples), seed=job.seed)
+    return Dataset(
+        **out,
+        n_players=job.n_players,
+        observation=job.observation,
+        samples=str(job.samples),
+        seed=job.seed,
+        faces=job.faces,
+    )
 
 
 def _read_shard(directory, index, splits):

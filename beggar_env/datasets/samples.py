@@ -15,6 +15,7 @@ from numba import prange
 
 from .. import checks, core, task
 from ..jit import jit
+from ..task import EMPTY
 
 GAMES_PER_WRITE = 1 << 12  # games played or replayed at once (progress, Ctrl-C and bounded buffers between)
 MAX_PER_GAME = 2**31 - 1  # samples of one game: the deals table counts them in int32
@@ -78,7 +79,7 @@ def sample_counts(results, mode, k):
 
 
 @jit(parallel=True)
-def write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
+def write_samples(seed, first, results, offsets, mode, k, settings, obs, work, face_rows):
     """Replay games ``first ..`` of stream ``seed`` (one per record of ``results``), writing
     game i's samples into rows ``offsets[i] ..`` of ``obs`` (flat observation rows).
 
@@ -92,32 +93,47 @@ def write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
     settings : the env's settings record (``task.EnvConfig.settings``).
     obs : the flat observation rows, written in place.
     work : core's scratch states, one a thread.
+    face_rows : the faces of each thread's game (``task.new_faces``: read with the faces view only).
     """
+    deals = (task.NO_CARDS, task.NO_HAND_SIZES, np.uint64(seed), np.int64(first))
     for c in prange(work.shape[0]):
         cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
-        s = work[c, 0]
+        s, f = work[c, 0], face_rows[c]
         deck = np.empty(core.DECK_SIZE, np.int64)
         lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
         for i in range(lo, hi):
-            key = core.derive_key(seed, first + i)
-            core.init_shuffled_state(s, key, cfg.max_cards, core.NO_LIMIT, deck)
+            core.deal(s, deals, i, cfg.max_cards, core.NO_LIMIT, deck)
+            played = EMPTY
+            if cfg.faces:
+                task.deal_faces(s, f, deals, task.NO_CARDS, i, deck)
             r = results[i]
             row = offsets[i]
             if mode == Sampling.RANDOM and r.cards > 0:
+                key = core.derive_key(seed, first + i)
                 points = np.empty(k, np.int64)
                 for j in range(k):
                     points[j] = core.mix64(core.derive_key(key, j)) % np.uint64(r.cards)
                 points.sort()
                 for j in range(k):
                     while s.cards < points[j]:
-                        core.step_card(s)
-                    task.write_observation(s, obs[row], cfg)
+                        played = _step(s, f, False, cfg.faces, played)
+                    task.write_view(s, obs[row], cfg, f, played)
                     row += 1
             elif mode != Sampling.RANDOM:
                 while not core.episode_over(s, r):
-                    task.write_observation(s, obs[row], cfg)
+                    task.write_view(s, obs[row], cfg, f, played)
                     row += 1
-                    if mode == Sampling.CARD:
-                        core.step_card(s)
-                    else:
-                        core.step_trick(s)
+                    played = _step(s, f, mode == Sampling.TRICK, cfg.faces, played)
+
+
+@jit
+def _step(s, face_rows, trick, shown, played):
+    """A card (``trick``: a trick) of ``s``; with faces ``shown``, moved with its faces:
+    returns the face last played (``played`` without faces)."""
+    if shown:
+        return task.step_faces(s, face_rows, trick)
+    if trick:
+        core.step_trick(s)
+    else:
+        core.step_card(s)
+    return played

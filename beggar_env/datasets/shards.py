@@ -96,6 +96,7 @@ class Job:
     splits: "tuple | None" = None  # ((name, fraction), ...)
     game_weights: bool = False
     shard_games: int = SHARD_GAMES
+    faces: bool = False  # the faces view (a dataset.json written before it has none: False)
 
     @classmethod
     def of(
@@ -110,6 +111,7 @@ class Job:
         split=None,
         game_weights=False,
         shard_games=SHARD_GAMES,
+        faces=False,
     ) -> "Job":
         """A checked job; ``seed=None`` draws a fresh one.
 
@@ -124,8 +126,9 @@ class Job:
         split : the splits, ``"train=0.9,test=0.1"`` or a dict (None: one).
         game_weights : whether the samples carry a ``weight`` column.
         shard_games : the games of a shard.
+        faces : whether the samples hold the faces view too.
         """
-        config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards)
+        config = task.EnvConfig(n_players, observation=observation, max_cards=max_cards, faces=faces)
         mode, k = parse_samples(samples)
         most_samples(checks.count("n_games", n_games), mode, k)
         if mode == Sampling.RANDOM:  # a game's samples are replayed in one buffer
@@ -141,6 +144,7 @@ class Job:
             splits=parse_splits(split),
             game_weights=checks.boolean("game_weights", game_weights),
             shard_games=checks.count("shard_games", shard_games, 1),
+            faces=config.faces,
         )
 
     @classmethod
@@ -153,7 +157,7 @@ class Job:
 
     @property
     def config(self):
-        return task.EnvConfig(self.n_players, observation=self.observation, max_cards=self.max_cards)
+        return task.EnvConfig(self.n_players, observation=self.observation, max_cards=self.max_cards, faces=self.faces)
 
     @property
     def n_shards(self) -> int:
@@ -355,6 +359,7 @@ def generate(
     progress=None,
     backend: str = "local",
     address: "str | None" = None,
+    faces: bool = False,
 ) -> dict:
     """Generate the dataset :func:`beggar_env.datasets.generate` would, streaming it to
     Parquet shards in ``directory`` (a new or empty folder) in bounded memory; return its
@@ -387,6 +392,8 @@ def generate(
     progress : ``progress(done, n_games)``, or None.
     backend : ``"local"`` or ``"ray"``.
     address : the Ray cluster's address (None: a local Ray).
+    faces : whether the samples hold the faces view too (``pile_faces_*``, ``played``,
+        ``hand_faces_*`` when full).
     """
     require_pyarrow()
     checks.callback("progress", progress)
@@ -403,6 +410,7 @@ def generate(
         split=split,
         game_weights=game_weights,
         shard_games=shard_games,
+        faces=faces,
     )
     path = checks.path("directory", directory)
     with parallel(threads):  # checks threads before anything is written

@@ -56,6 +56,7 @@ class SampleStream:
         self.key = np.uint64(job.seed)
         self.columns = columns.ObservationColumns(config.layout)
         self.work = core.new_work(n_threads * CHUNKS_PER_THREAD, config.n_players, task.CAPACITY)
+        self.face_rows = task.new_faces(len(self.work[0]), config.n_players, config.faces)
         self.results = core.new_results(BLOCK_GAMES, config.n_players)
         self.row_capacity = max(1, ROW_BUFFER_BYTES // (4 * config.layout.size))
 
@@ -93,7 +94,18 @@ class SampleStream:
             counts, results, first = block.counts[start:stop], block.results[start:stop], block.lo + start
             dest, bounds = _group_by_split(counts, block.splits[start:stop], len(self.job.split_names))
             # game i's samples go to rows dest[i] .. of the column-major buffer (the replay reads offsets[i] only)
-            write_samples(self.key, first, results, dest, self.mode, self.k, self.settings, buffers.rows, self.work[0])
+            write_samples(
+                self.key,
+                first,
+                results,
+                dest,
+                self.mode,
+                self.k,
+                self.settings,
+                buffers.rows,
+                self.work[0],
+                self.face_rows,
+            )
             buffers.narrow(n_rows)
             buffers.fill_labels(dest, counts, results, block.keys[start:stop], first, self.job.n_players)
             yield buffers, bounds
