@@ -1,8 +1,8 @@
 """One flat layout: a dataset row (in memory, in a ``.npz`` file, in Parquet shards, written
 on Ray) is exactly what Gymnasium's own ``flatten`` makes of the env's ``Dict`` observation
 at the same position, and ``FlattenObservation``, the SB3 adapter and the vector env agree,
-for every observation level and player count. A model trained on dataset rows can run on the
-flattened env with its features in place."""
+for every observation level and player count, with the faces view and without. A model
+trained on dataset rows can run on the flattened env with its features in place."""
 
 import itertools
 
@@ -17,12 +17,13 @@ from beggar_env import datasets, task
 
 LEVELS = ("public", "counted", "full")
 CASES = list(itertools.product((2, 3, 4), LEVELS))
+FACES_CASES = [(n_players, observation, faces) for n_players, observation in CASES for faces in (False, True)]
 
 
-def flattened_episode(deal, n_players, observation):
+def flattened_episode(deal, n_players, observation, faces=False):
     """Every observation of one episode, flattened by Gymnasium, and by FlattenObservation."""
-    env = gym.make("Beggar-v0", n_players=n_players, observation=observation)
-    flat = FlattenObservation(gym.make("Beggar-v0", n_players=n_players, observation=observation))
+    env = gym.make("Beggar-v0", n_players=n_players, observation=observation, faces=faces)
+    flat = FlattenObservation(gym.make("Beggar-v0", n_players=n_players, observation=observation, faces=faces))
     obs, _ = env.reset(options={"deal": deal})
     wrapped, _ = flat.reset(options={"deal": deal})
     rows, terminated = [], False
@@ -43,21 +44,21 @@ def column_names(space):
     return names
 
 
-@pytest.mark.parametrize("n_players, observation", CASES)
-def test_a_dataset_row_is_gymnasiums_flatten_of_the_same_position(n_players, observation):
-    data = datasets.generate(3, n_players=n_players, observation=observation, seed=11)
+@pytest.mark.parametrize("n_players, observation, faces", FACES_CASES)
+def test_a_dataset_row_is_gymnasiums_flatten_of_the_same_position(n_players, observation, faces):
+    data = datasets.generate(3, n_players=n_players, observation=observation, seed=11, faces=faces)
     for i, deal in enumerate(beggar_env.random_deals(3, n_players, seed=11)):
         np.testing.assert_array_equal(
-            data.observations[data.game == i], flattened_episode(deal, n_players, observation)
+            data.observations[data.game == i], flattened_episode(deal, n_players, observation, faces)
         )
-    space = gym.make("Beggar-v0", n_players=n_players, observation=observation).observation_space
+    space = gym.make("Beggar-v0", n_players=n_players, observation=observation, faces=faces).observation_space
     assert data.columns == column_names(space)
     assert data.observations.shape[1] == spaces.flatdim(space)
 
 
-@pytest.mark.parametrize("n_players, observation", CASES)
-def test_the_vector_env_rows_are_the_flattened_single_env(n_players, observation):
-    envs = gym.make_vec("Beggar-v0", num_envs=3, n_players=n_players, observation=observation)
+@pytest.mark.parametrize("n_players, observation, faces", FACES_CASES)
+def test_the_vector_env_rows_are_the_flattened_single_env(n_players, observation, faces):
+    envs = gym.make_vec("Beggar-v0", num_envs=3, n_players=n_players, observation=observation, faces=faces)
     obs, _ = envs.reset(seed=5)
     for _ in range(40):
         obs, *_ = envs.step(np.zeros(3, np.int64))
@@ -65,7 +66,7 @@ def test_the_vector_env_rows_are_the_flattened_single_env(n_players, observation
         one = {name: value[i] for name, value in obs.items()}
         row = spaces.flatten(envs.single_observation_space, one)
         np.testing.assert_array_equal(envs.unwrapped._obs[i], row)  # the flat rows the kernels write
-        in_layout_order = [np.ravel(one[name]) for name in task.Layout(n_players, observation).slices]
+        in_layout_order = [np.ravel(one[name]) for name in task.Layout(n_players, observation, faces).slices]
         np.testing.assert_array_equal(np.concatenate(in_layout_order), row)
 
 
