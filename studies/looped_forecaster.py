@@ -135,9 +135,19 @@ def probe_figures(model, targets, batch=128):
     over = targets["over"][:, -1]
     entry = {f"cards_{j}": float(exact["cards"][j]) for j in PROBE_TRICKS}
     entry |= {f"positions_{j}": float(exact["positions"][j]) for j in PROBE_TRICKS}
+    entry["held_out_loss_8"] = _held_out_loss(model, targets, 8)
     entry["halt_accuracy"] = float((predicted["over"][:, 1:] == targets["over"][:, 1:]).mean())
     entry["winner_when_over"] = float((predicted["winner"][over, -1] == targets["winner"][over]).mean())
     return entry
+
+
+def _held_out_loss(model, targets, k):
+    """The mean loss of iterations 0 .. ``k`` on the held-out positions: comparable from epoch
+    to epoch, whatever the curriculum supervises."""
+    t = looped_steps.as_tensors(targets)
+    with torch.no_grad():
+        readouts = model(t["seat"][:, 0], t["depth"][:, 0], t["leader"][:, 0], k)
+        return float(np.mean([float(looped_steps.step_loss(r, t, j)) for j, r in enumerate(readouts)]))
 
 
 def train(args):
@@ -148,16 +158,22 @@ def train(args):
     probe = probe_set(args, args.probe)
     cpu_before, steps_before = _so_far(out)
     started = time.process_time()
-    steps = {"n": steps_before}
+    steps = {"n": steps_before, "losses": []}
 
     def batches(epoch):
+        steps["losses"] = []
         for segment in batches_of(args, model, epoch):
             steps["n"] += 1
             yield segment
 
+    def loss(segment):
+        value = segment()
+        steps["losses"].append(float(value.detach()))
+        return value
+
     def figures(epoch, last):
         entry = {"epoch": epoch + 1, "supervised_tricks": supervised_tricks(args, epoch), "steps": steps["n"]}
-        entry["train_loss"] = float(last.detach())
+        entry["train_loss"] = float(np.mean(steps["losses"]))  # the mean over the epoch's segments
         with torch.no_grad():
             entry |= probe_figures(model, probe)
         entry["cpu_seconds"] = cpu_before + time.process_time() - started
@@ -165,7 +181,7 @@ def train(args):
         return entry
 
     history = training.train(
-        model, batches, lambda segment: segment(), lr=args.lr, epochs=args.epochs,
+        model, batches, loss, lr=args.lr, epochs=args.epochs,
         schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
     )  # fmt: skip
     record = {
