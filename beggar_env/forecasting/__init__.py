@@ -24,7 +24,13 @@ protocol for all of them, and the published study.
   rollouts, the compute-accuracy curve), compiled; :mod:`~beggar_env.forecasting.step_model`
   (the learned step) and :mod:`~beggar_env.forecasting.full_view` (networks of the full
   view) need torch, and train in :mod:`~beggar_env.forecasting.training`'s one loop, as
-  the sequence models do.
+  the sequence models do;
+* playing it forward with no machine given, from the cards' faces:
+  :mod:`~beggar_env.forecasting.face_streams` (games as streams of face tokens, compiled) and
+  :mod:`~beggar_env.forecasting.stream_model` (a causal transformer over them, rolled out);
+  :mod:`~beggar_env.forecasting.trick_targets` (positions a trick apart, compiled) and
+  :mod:`~beggar_env.forecasting.looped_steps` (a looped transformer, each iteration a trick);
+  the last two of each pair need torch.
 
 ``docs/forecasting.md`` gives the reasons for each choice, ``docs/results.md`` the figures.
 """
