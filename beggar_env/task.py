@@ -246,27 +246,15 @@ class EnvConfig:
 # --------------------------------------------------------------------------- kernels
 
 
-NO_FACES = np.full((1, 1), faces.NO_FACE, np.int8)  # the face buffers of a view without faces
-
-
 @jit
 def write_observation(s, out, settings):
-    """Write state ``s`` into the flat row ``out`` (a layout without faces): :func:`write_view`."""
-    write_view(s, out, settings, NO_FACES, EMPTY)
-
-
-@jit
-def write_view(s, out, settings, face_rows, played):
-    """Write state ``s`` into the flat row ``out``, field after field in :class:`Field`
-    order, as :class:`Layout` declares them (a test checks every field of every level
-    against Gymnasium's ``flatten``). With ``settings.faces``, ``face_rows`` holds the
-    game's faces (:func:`new_faces`: a row per hand, then the pile's) and ``played`` the
-    face of the card just played; without, neither is read.
+    """Write state ``s`` into the flat row ``out`` of a layout without faces, field after
+    field in :class:`Field` order, as :class:`Layout` declares them (a test checks every
+    field of every level against Gymnasium's ``flatten``); with faces, :func:`write_view`.
 
     The offsets are counted here rather than read from the layout: stores to ``out``
     could alias offsets read from memory, which costs the env a fifth of its speed."""
     n_players = s.held.shape[0]
-    shown = settings.faces != 0
     k = 0
     for p in range(n_players):
         out[k + p] = s.alive[p]
@@ -274,8 +262,6 @@ def write_view(s, out, settings, face_rows, played):
     out[k] = min(s.cards, INT32_MAX)
     out[k + 1] = s.court
     k += 2
-    if shown and settings.observation == Observation.FULL:
-        k = _write_hand_faces(s, out, k, face_rows)
     for p in range(n_players):
         out[k + p] = s.held[p]
     k += n_players
@@ -283,24 +269,55 @@ def write_view(s, out, settings, face_rows, played):
         k = _write_hands(s, out, k)
     elif settings.observation == Observation.COUNTED:
         after_known = 1 + PILE_SLOTS + 3  # owed, pile, pile_size, tricks, turn: then unseen
-        if shown:
-            after_known += PILE_SLOTS + 1  # pile_faces, played
         k = _write_known(s, out, k, k + n_players * PILE_SLOTS + after_known)
     out[k] = s.owed
     k += 1
     for j in range(PILE_SLOTS):
         out[k + j] = s.pile[j] if j < s.pile_len else EMPTY
     k += PILE_SLOTS
-    if shown:
-        for j in range(PILE_SLOTS):
-            out[k + j] = face_rows[n_players, j] if j < s.pile_len else EMPTY
-        k += PILE_SLOTS
     out[k] = s.pile_len
-    if shown:
-        out[k + 1] = played
-        k += 1
     out[k + 1] = min(s.tricks, INT32_MAX)
     out[k + 2] = s.turn
+
+
+@jit
+def write_view(s, out, settings, face_rows, played):
+    """Write state ``s`` into the flat row ``out``: :func:`write_observation` without
+    faces; with ``settings.faces``, the same fields and the faces' in :class:`Field` order,
+    from ``face_rows`` (the game's, :func:`new_faces`: a ring row per hand, then the pile's)
+    and ``played`` (the face of the card just played). The two writers are kept apart so
+    that the faces cost the row without them nothing."""
+    if not settings.faces:
+        write_observation(s, out, settings)
+        return
+    n_players = s.held.shape[0]
+    k = 0
+    for p in range(n_players):
+        out[k + p] = s.alive[p]
+    k += n_players
+    out[k] = min(s.cards, INT32_MAX)
+    out[k + 1] = s.court
+    k += 2
+    if settings.observation == Observation.FULL:
+        k = _write_hand_faces(s, out, k, face_rows)
+    for p in range(n_players):
+        out[k + p] = s.held[p]
+    k += n_players
+    if settings.observation == Observation.FULL:
+        k = _write_hands(s, out, k)
+    elif settings.observation == Observation.COUNTED:
+        after_known = 1 + 2 * PILE_SLOTS + 4  # owed, pile, pile_faces, pile_size, played, tricks, turn: then unseen
+        k = _write_known(s, out, k, k + n_players * PILE_SLOTS + after_known)
+    out[k] = s.owed
+    k += 1
+    for j in range(PILE_SLOTS):
+        out[k + j] = s.pile[j] if j < s.pile_len else EMPTY
+        out[k + PILE_SLOTS + j] = face_rows[n_players, j] if j < s.pile_len else EMPTY
+    k += 2 * PILE_SLOTS
+    out[k] = s.pile_len
+    out[k + 1] = played
+    out[k + 2] = min(s.tricks, INT32_MAX)
+    out[k + 3] = s.turn
 
 
 @jit

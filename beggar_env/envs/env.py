@@ -196,8 +196,10 @@ class BeggarEnv(gym.Env):
     def _bind_views(self):
         self._arrays = (self._states, self._ahead, self._progress, self._results, self._envs, self._faces)
         self._row = self._obs[0]
+        face_rows = (self._faces,) if self.config.faces else ()  # the step without faces takes none
         self._step_args = (
-            *self._arrays,
+            *self._arrays[:5],
+            *face_rows,
             self._labels,
             self._probs,
             self._settings,
@@ -252,7 +254,9 @@ class BeggarEnv(gym.Env):
         else:
             self._labels[:], self._probs[:] = spaces.forecasts(self.config, action, 1, name="action")
         if self._step_kernel is None:
-            self._step_kernel, self._step_types = bind(kernels.step, self._step_args)
+            self._step_kernel, self._step_types = bind(
+                kernels.step_faces_view if self.config.faces else kernels.step, self._step_args
+            )
         self._step_kernel(*self._step_args)
         over = self._terminated.item(0) != 0
         self._playing = not over

@@ -178,9 +178,10 @@ class BeggarVectorEnv(VectorEnv):
         labels, probs = spaces.forecasts(self.config, actions, self.num_envs)
         obs = np.empty_like(self._obs) if self.copy else self._obs  # the kernel writes every row
         with PARALLEL:
-            kernels.step_parallel(
-                *self._arrays, labels, probs, self._settings, obs, self._final_obs, self._final_results
-            )
+            if self.config.faces:
+                kernels.step_faces_view_parallel(*self._arrays, labels, probs, *self._step_rest(obs))
+            else:  # the step without faces takes no face rows
+                kernels.step_parallel(*self._arrays[:5], labels, probs, *self._step_rest(obs))
         self._obs = obs
         terminated = self._envs["terminated"].astype(np.bool_)
         infos = self._infos(self._all)
@@ -188,6 +189,9 @@ class BeggarVectorEnv(VectorEnv):
             infos.update(self._same_step_finals(terminated))
         truncated = np.zeros(self.num_envs, np.bool_)
         return self.config.layout.split(obs), self._envs["reward"].copy(), terminated, truncated, infos
+
+    def _step_rest(self, obs):
+        return self._settings, obs, self._final_obs, self._final_results
 
     # ------------------------------------------------------------------ infos
 
