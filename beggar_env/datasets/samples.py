@@ -78,7 +78,6 @@ def sample_counts(results, mode, k):
     return np.where(results.cards > 0, k, 0).astype(np.int64)
 
 
-@jit(parallel=True)
 def write_samples(seed, first, results, offsets, mode, k, settings, obs, work, face_rows):
     """Replay games ``first ..`` of stream ``seed`` (one per record of ``results``), writing
     game i's samples into rows ``offsets[i] ..`` of ``obs`` (flat observation rows).
@@ -93,19 +92,60 @@ def write_samples(seed, first, results, offsets, mode, k, settings, obs, work, f
     settings : the env's settings record (``task.EnvConfig.settings``).
     obs : the flat observation rows, written in place.
     work : core's scratch states, one a thread.
-    face_rows : the faces of each thread's game (``task.new_faces``: read with the faces view only).
+    face_rows : the faces of each thread's game (``task.new_faces``), with the faces view.
     """
-    deals = (task.NO_CARDS, task.NO_HAND_SIZES, np.uint64(seed), np.int64(first))
+    if settings[0]["faces"]:  # the replay with faces is its own kernel: it costs the other nothing
+        _write_samples_faces(seed, first, results, offsets, mode, k, settings, obs, work, face_rows)
+    else:
+        _write_samples(seed, first, results, offsets, mode, k, settings, obs, work)
+
+
+@jit(parallel=True)
+def _write_samples(seed, first, results, offsets, mode, k, settings, obs, work):
     for c in prange(work.shape[0]):
         cfg = settings[0]  # inside the loop: numba's parallel lowering fails on a record captured from outside
+        s = work[c, 0]
+        deck = np.empty(core.DECK_SIZE, np.int64)
+        lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
+        for i in range(lo, hi):
+            key = core.derive_key(seed, first + i)
+            core.init_shuffled_state(s, key, cfg.max_cards, core.NO_LIMIT, deck)
+            r = results[i]
+            row = offsets[i]
+            if mode == Sampling.RANDOM and r.cards > 0:
+                points = np.empty(k, np.int64)
+                for j in range(k):
+                    points[j] = core.mix64(core.derive_key(key, j)) % np.uint64(r.cards)
+                points.sort()
+                for j in range(k):
+                    while s.cards < points[j]:
+                        core.step_card(s)
+                    task.write_observation(s, obs[row], cfg)
+                    row += 1
+            elif mode != Sampling.RANDOM:
+                while not core.episode_over(s, r):
+                    task.write_observation(s, obs[row], cfg)
+                    row += 1
+                    if mode == Sampling.CARD:
+                        core.step_card(s)
+                    else:
+                        core.step_trick(s)
+
+
+@jit(parallel=True)
+def _write_samples_faces(seed, first, results, offsets, mode, k, settings, obs, work, face_rows):
+    """:func:`_write_samples` with the faces view: each game is dealt its faces and stepped
+    card by card with them (``task.step_faces``)."""
+    deals = (task.NO_CARDS, task.NO_HAND_SIZES, np.uint64(seed), np.int64(first))
+    for c in prange(work.shape[0]):
+        cfg = settings[0]
         s, f = work[c, 0], face_rows[c]
         deck = np.empty(core.DECK_SIZE, np.int64)
         lo, hi = core.chunk_bounds(c, work.shape[0], results.shape[0])
         for i in range(lo, hi):
             core.deal(s, deals, i, cfg.max_cards, core.NO_LIMIT, deck)
+            task.deal_faces(s, f, deals, task.NO_CARDS, i, deck)
             played = EMPTY
-            if cfg.faces:
-                task.deal_faces(s, f, deals, task.NO_CARDS, i, deck)
             r = results[i]
             row = offsets[i]
             if mode == Sampling.RANDOM and r.cards > 0:
@@ -116,24 +156,11 @@ def write_samples(seed, first, results, offsets, mode, k, settings, obs, work, f
                 points.sort()
                 for j in range(k):
                     while s.cards < points[j]:
-                        played = _step(s, f, False, cfg.faces, played)
+                        played = task.step_faces(s, f, False)
                     task.write_view(s, obs[row], cfg, f, played)
                     row += 1
             elif mode != Sampling.RANDOM:
                 while not core.episode_over(s, r):
                     task.write_view(s, obs[row], cfg, f, played)
                     row += 1
-                    played = _step(s, f, mode == Sampling.TRICK, cfg.faces, played)
-
-
-@jit
-def _step(s, face_rows, trick, shown, played):
-    """A card (``trick``: a trick) of ``s``; with faces ``shown``, moved with its faces:
-    returns the face last played (``played`` without faces)."""
-    if shown:
-        return task.step_faces(s, face_rows, trick)
-    if trick:
-        core.step_trick(s)
-    else:
-        core.step_card(s)
-    return played
+                    played = task.step_faces(s, f, mode == Sampling.TRICK)
