@@ -47,6 +47,7 @@ def parse_args(argv=None):
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--window", type=int, default=256, help="tokens back each token attends to")
+    parser.add_argument("--shift", type=int, default=2, help="tokens before each mixed into its input (0: none)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
     parser.add_argument("--corrupt", type=float, default=0.01, help="share of input faces replaced at random")
@@ -60,14 +61,29 @@ def parse_args(argv=None):
 
 
 def settings_of(args):
-    keys = ("players", "seed", "epochs", "steps", "batch", "length", "width", "layers", "heads", "window", "lr")
+    keys = (
+        "players",
+        "seed",
+        "epochs",
+        "steps",
+        "batch",
+        "length",
+        "width",
+        "layers",
+        "heads",
+        "window",
+        "shift",
+        "lr",
+    )
     return {k: getattr(args, k) for k in keys} | {"warmup": args.warmup, "corrupt": args.corrupt}
 
 
 def build(args):
     return training.seeded(
         args.seed,
-        lambda: StreamNet(args.players, width=args.width, layers=args.layers, heads=args.heads, window=args.window),
+        lambda: StreamNet(
+            args.players, width=args.width, layers=args.layers, heads=args.heads, window=args.window, shift=args.shift
+        ),
     )
 
 

@@ -17,7 +17,7 @@ def games():
 
 def _net(window=32):
     torch.manual_seed(0)
-    return sm.StreamNet(2, width=32, layers=2, heads=4, window=window).eval()
+    return sm.StreamNet(2, width=32, layers=2, heads=4, window=window, shift=2).eval()
 
 
 def test_windows_mask_first_appearances_and_keep_targets(games):
@@ -50,7 +50,7 @@ def test_cached_rollout_steps_equal_the_whole_window():
     caches = sm._prefill(model, *sm._last_window(k.numpy(), f.numpy(), z.numpy(), [10], model.window, 2))
     for t in range(10, n):
         if t > 10:
-            x = sm._embed(model, *(a[:, t - 1].numpy() for a in (k, f, z, u)))
+            x = sm._embed(model, *(a[:, t - 1].numpy() for a in (k, f, z, u)), caches)
             caches["x"] = sm._step(model, caches, x)
         cached = sm._head_logits(model, caches["x"])
         whole = model(k[:, :t], f[:, :t], z[:, :t], u[:, :t])

@@ -42,12 +42,17 @@ class StreamNet(nn.Module):
     layers : transformer blocks.
     heads : attention heads per block.
     window : tokens back each token attends to (itself included).
+    shift : the tokens before each whose embeddings are mixed into its own (a causal
+        convolution over the inputs, as H3's shift and "canon" layers: a token then holds
+        the one before it, which attention alone, with a bias that only falls with distance,
+        finds hard to single out); 0: none.
     """
 
-    def __init__(self, n_players=2, width=128, layers=3, heads=4, window=256):
+    def __init__(self, n_players=2, width=128, layers=3, heads=4, window=256, shift=0):
         super().__init__()
         self.n_players, self.window, self.heads = n_players, window, heads
-        self.settings = dict(n_players=n_players, width=width, layers=layers, heads=heads, window=window)
+        self.settings = dict(n_players=n_players, width=width, layers=layers, heads=heads, window=window, shift=shift)
+        self.shift = nn.ModuleList(nn.Linear(width, width, bias=False) for _ in range(shift))
         self.kind = nn.Embedding(fs.n_kinds(n_players), width)
         self.face = nn.Embedding(fs.NO_FACE + 1, width)
         self.size = nn.Embedding(fs.NO_SIZE + 1, width)
@@ -67,9 +72,16 @@ class StreamNet(nn.Module):
         inside = (distance >= 0) & (distance < self.window)
         return torch.where(inside, -self.slopes * distance, torch.tensor(-math.inf))
 
+    def shifted(self, e):
+        """Each token's embedding plus the mixed embeddings of the ``shift`` tokens before it (``(b, n, width)``)."""
+        x = e
+        for back, mix in enumerate(self.shift, start=1):
+            x = x + F.pad(mix(e), (0, 0, back, 0))[:, : e.shape[1]]
+        return x
+
     def forward(self, kind, face, size, under):
         """Logits of the next token's kind, face and size at every position of ``(batch, n)`` tokens."""
-        x = self.kind(kind) + self.face(face) + self.size(size) + self.under(under)
+        x = self.shifted(self.kind(kind) + self.face(face) + self.size(size) + self.under(under))
         bias = self.bias(kind.shape[1], kind.device)
         for block in self.blocks:
             x = block(x, bias)
@@ -211,13 +223,14 @@ def roll_out(model, kind, face, size, lengths, max_tokens, generator=None):
             _keep_rows(caches, keep)
         under = np.where(plays & (previous_face < fs.NO_FACE), previous_face, fs.NO_FACE)
         previous_face = f
-        x = _embed(model, k, f, z, under)
+        x = _embed(model, k, f, z, under, caches)
         last = _head_logits(model, _step(model, caches, x))
     return out[0], out[1], out[2]
 
 
 def _keep_rows(caches, keep):
     caches["valid"] = caches["valid"][keep]
+    caches["embedded"] = caches["embedded"][keep]
     caches["keys"] = [k[keep] for k in caches["keys"]]
     caches["values"] = [v[keep] for v in caches["values"]]
 
@@ -248,9 +261,18 @@ def _last_window(kind, face, size, lengths, window, n_players):
     return t(k), t(f), t(z), t(under), t(valid)
 
 
-def _embed(model, k, f, z, under):
+def _embed(model, k, f, z, under, caches=None):
+    """A new token's input (``(b, 1, width)``); with ``caches``, mixed with the embeddings
+    of the tokens before it, which the cache then keeps."""
     t = torch.from_numpy
-    return (model.kind(t(k)) + model.face(t(f)) + model.size(t(z)) + model.under(t(under))).unsqueeze(1)
+    e = (model.kind(t(k)) + model.face(t(f)) + model.size(t(z)) + model.under(t(under))).unsqueeze(1)
+    if caches is None or not len(model.shift):
+        return e
+    x = e
+    for back, mix in enumerate(model.shift, start=1):
+        x = x + mix(caches["embedded"][:, -back:][:, :1])
+    caches["embedded"] = torch.cat([caches["embedded"][:, 1:], e], 1)
+    return x
 
 
 def _head_logits(model, x):
@@ -260,11 +282,12 @@ def _head_logits(model, x):
 
 def _prefill(model, kind, face, size, under, valid):
     """Run the right-aligned windows through the network, keeping each block's keys and values."""
-    x = model.kind(kind) + model.face(face) + model.size(size) + model.under(under)
+    e = (model.kind(kind) + model.face(face) + model.size(size) + model.under(under)) * valid[..., None]
+    x = model.shifted(e)
     n = kind.shape[1]
     bias = model.bias(n).unsqueeze(0) + torch.where(valid, 0.0, -math.inf).view(-1, 1, 1, n)
     bias = torch.where(torch.isinf(bias).all(-1, keepdim=True), 0.0, bias)  # padded rows: anything finite
-    caches = {"x": x, "keys": [], "values": [], "valid": valid}
+    caches = {"x": x, "keys": [], "values": [], "valid": valid, "embedded": e[:, -max(1, len(model.shift)) :]}
     for block in model.blocks:
         h = block.norm1(x)
         b, _, d = h.shape
