@@ -90,3 +90,35 @@ def test_streams_keep_the_games_outcomes():
     assert list(ends) == list(results.winner)
     plays = [int((kind[a:b] < 2).sum()) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
     assert plays == list(results.cards)
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_the_env_faces_view_gives_the_same_streams(players):
+    import gymnasium as gym
+
+    from beggar_env.deals import random_deals
+
+    n, seed = 6, 12
+    envs = gym.make_vec("Beggar-v0", num_envs=n, n_players=players, faces=True, autoreset_mode="Disabled")
+    obs, _ = envs.reset(options={"deals": random_deals(n, players, seed)})
+    reader = fs.Reader(players)
+    streams = reader.start(obs)
+    done = np.zeros(n, bool)
+    while not done.all():
+        obs, _, terminated, _, _ = envs.step(np.zeros(n, np.int64))
+        added = reader.add(obs, terminated)
+        for g in np.flatnonzero(~done):
+            streams[g] += added[g]
+        done |= terminated
+    envs.close()
+    kind, face, size, offsets = fs.random_games(n, players, seed=seed)
+    for g in range(n):
+        expected = list(
+            zip(
+                kind[offsets[g] : offsets[g + 1]],
+                face[offsets[g] : offsets[g + 1]],
+                size[offsets[g] : offsets[g + 1]],
+                strict=True,
+            )
+        )
+        assert [tuple(map(int, token)) for token in streams[g]] == [tuple(map(int, token)) for token in expected]

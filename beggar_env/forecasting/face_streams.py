@@ -154,3 +154,37 @@ def first_appearances(face, offsets):
                     out[t] = 1
                     seen[f] = stamp
     return out
+
+
+class Reader:
+    """The tokens of games watched step by step in the env with ``faces=True`` and
+    ``step_unit="card"`` (a batch of games, one row each, as the vector env gives them): what
+    a player at the table writes down, and so what a stream model reads at a test position.
+
+    :meth:`start` takes the first observations; each :meth:`add` the observations after a
+    card, and returns, per game, the tokens that card added (a play, then a take and an end
+    when it caused them). A take shows as an empty pile after a card; its taker is the seat
+    to lead (or, when the game ended, the winner), its size that seat's hand."""
+
+    def __init__(self, n_players: int):
+        self.p = checks.n_players(n_players)
+
+    def start(self, obs):
+        self.turn = np.array(obs["turn"], np.int64)
+        return [[(bos(self.p), NO_FACE, NO_SIZE)] for _ in range(len(self.turn))]
+
+    def add(self, obs, ended):
+        """``ended``: which games the card ended (the env's ``terminated``)."""
+        p = self.p
+        out = []
+        sizes = np.asarray(obs["hand_sizes"])
+        for g in range(len(self.turn)):
+            tokens = [(play(self.turn[g], p), int(obs["played"][g]), NO_SIZE)]
+            if obs["pile_size"][g] == 0:
+                taker = int(np.argmax(sizes[g])) if ended[g] else int(obs["turn"][g])
+                tokens.append((take(taker, p), NO_FACE, int(sizes[g, taker])))
+                if ended[g]:
+                    tokens.append((end(taker, p), NO_FACE, NO_SIZE))
+            out.append(tokens)
+        self.turn = np.array(obs["turn"], np.int64)
+        return out
