@@ -27,7 +27,7 @@ import torch
 
 from beggar_env import __version__, core, files
 from beggar_env.forecasting import face_streams, metrics, protocol, training
-from beggar_env.forecasting.stream_model import StreamNet, accuracies, loss, roll_out, window_batch
+from beggar_env.forecasting.stream_model import TARGETS, StreamNet, accuracies, loss, roll_out, window_batch
 
 HELD_OUT_SEED = 9_999  # games no training epoch draws (training seeds: (seed, epoch) mixed)
 GAMES_PER_EPOCH = 2_000
@@ -50,6 +50,9 @@ def parse_args(argv=None):
     parser.add_argument("--shift", type=int, default=2, help="tokens before each mixed into its input (0: none)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
+    parser.add_argument(
+        "--own-first", type=int, default=1000, help="first steps trained on the seat's next card alone (default 1000)"
+    )
     parser.add_argument("--corrupt", type=float, default=0.01, help="share of input faces replaced at random")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--games", type=int, default=500, help="exactness: held-out games, one rollout each")
@@ -75,7 +78,11 @@ def settings_of(args):
         "shift",
         "lr",
     )
-    return {k: getattr(args, k) for k in keys} | {"warmup": args.warmup, "corrupt": args.corrupt}
+    return {k: getattr(args, k) for k in keys} | {
+        "warmup": args.warmup,
+        "corrupt": args.corrupt,
+        "own_first": args.own_first,
+    }
 
 
 def build(args):
@@ -115,8 +122,10 @@ def train(args):
     def batches(epoch):
         games = epoch_games(args, epoch)
         rng = np.random.default_rng([args.seed, epoch])
-        for _ in range(args.steps):
-            yield window_batch(games, args.players, args.batch, args.length, rng, corrupt=args.corrupt)
+        for i in range(args.steps):
+            batch = window_batch(games, args.players, args.batch, args.length, rng, corrupt=args.corrupt)
+            batch["targets"] = ("own_face",) if epoch * args.steps + i < args.own_first else TARGETS
+            yield batch
 
     def figures(epoch, last):
         with torch.no_grad():
@@ -129,7 +138,7 @@ def train(args):
 
     with training.torch_threads(args.threads):
         history = training.train(
-            model, batches, lambda batch: loss(model, batch), lr=args.lr, epochs=args.epochs,
+            model, batches, lambda batch: loss(model, batch, batch["targets"]), lr=args.lr, epochs=args.epochs,
             schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
         )  # fmt: skip
     record = {

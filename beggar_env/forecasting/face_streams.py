@@ -140,6 +140,21 @@ def under(kind, face, n_players):
 
 
 @jit
+def next_own_plays(kind, n_players):
+    """Per token of each row of ``(rows, n)`` tokens: where the same seat plays next when the
+    token is a play (the next play of that seat in the row), else -1."""
+    out = np.full(kind.shape, -1, np.int64)
+    for row in range(kind.shape[0]):
+        latest = np.full(n_players, -1, np.int64)
+        for t in range(kind.shape[1] - 1, -1, -1):
+            seat = kind[row, t]
+            if 0 <= seat < n_players:
+                out[row, t] = latest[seat]
+                latest[seat] = t
+    return out
+
+
+@jit
 def first_appearances(face, offsets):
     """1 for each play whose face has not been played before in its game (or window: the
     segments between ``offsets``), else 0."""
