@@ -57,13 +57,21 @@ def problems(row):
     return found
 
 
+UNFINISHED = "unfinished"  # runs in progress: their resumable records, published when done, not before
+
+
 def unlisted():
     """Files under runs/ that the manifest does not list (besides this script, the manifest,
-    the README and the content of a listed file, unpacked beside it)."""
+    the README, the content of a listed file, unpacked beside it, and the resumable records
+    of unfinished runs in runs/unfinished/)."""
     listed = {row["file"] for row in rows()}
     listed |= {name.removesuffix(".xz") for name in listed}
     own = {"verify.py", "MANIFEST.tsv", "README.md"}
-    files = (p.relative_to(RUNS).as_posix() for p in RUNS.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files = (
+        p.relative_to(RUNS).as_posix()
+        for p in RUNS.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.relative_to(RUNS).parts[0] != UNFINISHED
+    )
     return sorted(name for name in files if name not in listed and name not in own)
 
 

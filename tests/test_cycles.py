@@ -528,9 +528,19 @@ def mutations():
     yield lambda r: r["cycles"][0].update(cards=10**30), "$.cycles[0].cards"
     yield lambda r: r["cycles"][0].update(key="--J-/Q-K-/Q-J-"), "is no position of 2 players"
     yield lambda r: r["cycles"][0].update(key="--J-/Q-K-Q-JA"), "does not hold the deck's cards"
-    yield lambda r: r["cycles"][0].update(key="JJQQK-/------"), "is no cycle of 34 cards, 6 tricks: its game ends"
-    yield lambda r: r["cycles"][0].update(key="-Q-K-Q-J-/--J"), "6 tricks: its game reaches the cycle --J-/Q-K-Q-J-"
-    yield lambda r: r["cycles"][0].update(cards=36), "is no cycle of 36 cards, 6 tricks: its period is 34 cards"
+
+    # A file of before the work units (no manifest): its cycles are replayed from their keys.
+    def older(change):
+        return lambda r: (r.pop("manifest", None), change(r))
+
+    yield (
+        older(lambda r: r["cycles"][0].update(key="JJQQK-/------")),
+        "is no cycle of 34 cards, 6 tricks: its game ends",
+    )
+    yield older(lambda r: r["cycles"][0].update(key="-Q-K-Q-J-/--J")), "its game reaches the cycle --J-/Q-K-Q-J-"
+    yield older(lambda r: r["cycles"][0].update(cards=36)), "is no cycle of 36 cards, 6 tricks: its period is 34 cards"
+    # With a manifest, its units' never-ending games must give the cycles listed.
+    yield lambda r: r["cycles"][0].update(cards=36), "its units' never-ending games do not give the cycles listed"
     yield lambda r: r.update(deck="JJJJJQQK----"), "more than the standard deck's 4"
 
 
