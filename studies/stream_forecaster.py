@@ -16,6 +16,7 @@ kind, copyable face and size on games of the held-out seed) and the CPU seconds 
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -101,7 +102,7 @@ def schedule(args):
         if step < args.warmup:
             return (step + 1) / args.warmup
         progress = min(1.0, (step - args.warmup) / max(1, total - args.warmup))
-        return 0.1 + 0.45 * (1 + np.cos(np.pi * progress))
+        return 0.1 + 0.45 * (1 + math.cos(math.pi * progress))  # a float: the checkpoint loads weights-only
 
     return lambda optimiser: torch.optim.lr_scheduler.LambdaLR(optimiser, factor)
 

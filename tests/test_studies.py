@@ -50,3 +50,20 @@ def test_forward_study_writes_reports_the_tables_can_take_and_its_curve_ends_at_
     # played to the end by the engine, a determined position's outcome is known: right at every one
     assert curve["points"][-1]["determined"]["accuracy"] == 1.0
     assert (tmp_path / "curve_2p.png").stat().st_size > 1000
+
+
+def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
+    pytest.importorskip("torch", reason="the stream model needs torch (pip install 'beggar-env[rl]')")
+    import json
+
+    small = ["--width", "16", "--layers", "1", "--heads", "2", "--window", "32", "--length", "32", "--batch", "4"]
+    small += ["--steps", "2", "--own-first", "2", "--out", str(tmp_path)]
+    run("stream_forecaster.py", "train", "--epochs", "3", *small)  # schedule over 3 epochs, as the whole run
+    first = (tmp_path / "history.json").read_text()
+    (tmp_path / "history.json").unlink()
+    run("stream_forecaster.py", "train", "--epochs", "3", *small)  # nothing left: resumed at its end
+    again = json.loads((tmp_path / "history.json").read_text())
+    assert again["history"] == json.loads(first)["history"] and len(again["history"]) == 3
+    run("stream_forecaster.py", "exactness", "--games", "8", "--max-tokens", "50", *small[:10], "--out", str(tmp_path))
+    exactness = json.loads((tmp_path / "exactness.json").read_text())
+    assert exactness["positions"] == 8 and 0 <= exactness["winner_accuracy"] <= 1
