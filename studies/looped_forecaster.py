@@ -23,7 +23,6 @@ to ``history.json``.
 import argparse
 import json
 import math
-import os
 import platform
 import sys
 import time
@@ -156,7 +155,8 @@ def train(args):
     torch.set_num_threads(args.threads)
     model = build(args)
     probe = probe_set(args, args.probe)
-    cpu_before, steps_before = _so_far(out)
+    before = training.checkpoint_history(out / "checkpoint.pt")
+    cpu_before, steps_before = (before[-1]["cpu_seconds"], before[-1]["steps"]) if before else (0.0, 0)
     started = time.process_time()
     steps = {"n": steps_before, "losses": []}
 
@@ -193,7 +193,7 @@ def train(args):
         "command": "python studies/looped_forecaster.py " + " ".join(sys.argv[1:]),
     }
     files.write_json(out / "history.json", record)
-    torch.save({"settings": model.settings, "weights": model.state_dict()}, out / "model.pt")
+    training.save_model(out / "model.pt", model)
 
 
 def exactness(args):
@@ -202,7 +202,7 @@ def exactness(args):
     running), and the winner forecast by playing forward to the halting head (no engine),
     by tricks left; beside it the share won by the seat holding more cards."""
     out = Path(args.out)
-    model = _load(out, args)
+    model = training.load_model(out, LoopedSteps, lambda: build(args))
     traj = tt.game_tricks(args.games, model.n_players, seed=HELD_OUT_SEED + 1)
     rows, left = tt.trick_starts(traj)
     rows = np.random.default_rng(HELD_OUT_SEED + 1).choice(rows, min(len(rows), 2000), replace=False)
@@ -252,26 +252,6 @@ def _winner_figures(probs, iterations, start, n_players, cap):
             for name, (lo, hi) in bins.items()
         },
     }
-
-
-def _load(out, args):
-    """The trained model, or, while it trains, its last checkpoint's (with the command's settings)."""
-    if (out / "model.pt").exists():
-        saved = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
-        model, weights = LoopedSteps(**saved["settings"]), saved["weights"]
-    else:
-        model, weights = build(args), torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)["model"]
-    model.load_state_dict(weights)
-    return model.eval()
-
-
-def _so_far(out):
-    """The CPU seconds and steps of the checkpoint's epochs (0, 0 if none)."""
-    path = out / "checkpoint.pt"
-    if not os.path.exists(path):
-        return 0.0, 0
-    history = torch.load(path, map_location="cpu", weights_only=True)["history"]
-    return (history[-1]["cpu_seconds"], history[-1]["steps"]) if history else (0.0, 0)
 
 
 def main(argv=None):

@@ -17,7 +17,6 @@ kind, copyable face and size on games of the held-out seed) and the CPU seconds 
 import argparse
 import json
 import math
-import os
 import platform
 import sys
 import time
@@ -117,7 +116,8 @@ def train(args):
     model = build(args)
     held_out = face_streams.random_games(200, args.players, seed=HELD_OUT_SEED)
     probe = window_batch(held_out, args.players, 64, args.length, np.random.default_rng(HELD_OUT_SEED))
-    cpu_before = _cpu_so_far(out)
+    before = training.checkpoint_history(out / "checkpoint.pt")
+    cpu_before = before[-1]["cpu_seconds"] if before else 0.0
     started = time.process_time()
 
     def batches(epoch):
@@ -150,7 +150,7 @@ def train(args):
         "command": "python studies/stream_forecaster.py " + " ".join(sys.argv[1:]),
     }
     files.write_json(out / "history.json", record)
-    torch.save({"settings": model.settings, "weights": model.state_dict()}, out / "model.pt")
+    training.save_model(out / "model.pt", model)
 
 
 def exactness(args):
@@ -158,7 +158,7 @@ def exactness(args):
     card it writes with the engine's (seat and class; a first appearance may take any
     unseen face of the right class), and its winner with the game's."""
     out = Path(args.out)
-    model = _load(out, args)
+    model = training.load_model(out, StreamNet, lambda: build(args))
     games = face_streams.random_games(args.games, model.n_players, seed=HELD_OUT_SEED + 1)
     rng = np.random.default_rng(HELD_OUT_SEED + 1)
     rows = rollout_rows(model, games, rng, args.max_tokens)
@@ -233,7 +233,7 @@ def forecast(args):
     out ``--k`` times sampling), scored beside the seat prior and the Bayes forecaster on the
     same positions, with 95% intervals over resampled games."""
     out = Path(args.out)
-    model = _load(out, args)
+    model = training.load_model(out, StreamNet, lambda: build(args))
     p = model.n_players
     test = protocol.TestSet.published(p)
     prior, bayes = test.reference()
@@ -375,25 +375,6 @@ def _means(scores, game, rng, bootstrap=1000):
             "interval": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
         }
     return out
-
-
-def _load(out, args):
-    """The trained model, or, while it trains, its last checkpoint's (with the command's settings)."""
-    if (out / "model.pt").exists():
-        saved = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
-        model, weights = StreamNet(**saved["settings"]), saved["weights"]
-    else:
-        model, weights = build(args), torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)["model"]
-    model.load_state_dict(weights)
-    return model.eval()
-
-
-def _cpu_so_far(out):
-    path = out / "checkpoint.pt"
-    if not os.path.exists(path):
-        return 0.0
-    history = torch.load(path, map_location="cpu", weights_only=True)["history"]
-    return history[-1]["cpu_seconds"] if history else 0.0
 
 
 def main(argv=None):

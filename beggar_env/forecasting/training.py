@@ -195,3 +195,31 @@ def resume(path, model, optimiser, scheduler, history):
     scheduler.load_state_dict(state["scheduler"])
     history[:] = state["history"]
     return int(state["epochs_done"]), state.get("best"), state.get("best_loss", np.inf)
+
+
+def checkpoint_history(path) -> list:
+    """The history a training's checkpoint holds so far ([] when there is none yet)."""
+    if not os.path.exists(path):
+        return []
+    return torch.load(path, map_location="cpu", weights_only=True)["history"]
+
+
+def save_model(path, model):
+    """A trained model's settings (``model.settings``, its constructor's arguments) and
+    weights, the whole of ``path``."""
+    with files.replacing(path) as f:
+        torch.save({"settings": model.settings, "weights": model.state_dict()}, f)
+
+
+def load_model(folder, model_class, build):
+    """A run's model in eval mode: its ``model.pt`` (:func:`save_model`) made again as
+    ``model_class``, or, while it trains, ``build()`` with its ``checkpoint.pt``'s weights."""
+    folder = os.fspath(folder)
+    saved_path, checkpoint = os.path.join(folder, "model.pt"), os.path.join(folder, "checkpoint.pt")
+    if os.path.exists(saved_path):
+        saved = torch.load(saved_path, map_location="cpu", weights_only=True)
+        model, weights = model_class(**saved["settings"]), saved["weights"]
+    else:
+        model, weights = build(), torch.load(checkpoint, map_location="cpu", weights_only=True)["model"]
+    model.load_state_dict(weights)
+    return model.eval()
