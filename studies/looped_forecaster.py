@@ -23,7 +23,6 @@ to ``history.json``.
 import argparse
 import json
 import math
-import platform
 import sys
 import time
 from pathlib import Path
@@ -31,10 +30,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from beggar_env import __version__, files
+from beggar_env import files
 from beggar_env.forecasting import looped_steps, training
 from beggar_env.forecasting import trick_targets as tt
 from beggar_env.forecasting.looped_steps import LoopedSteps
+from beggar_env.forecasting.study.run import machine
 
 HELD_OUT_SEED = 9_999  # games no training epoch draws (training seeds: (seed, epoch) mixed)
 GAMES_PER_EPOCH = 400  # about 14,000 trick starts in 2-player games
@@ -184,16 +184,15 @@ def train(args):
         model, batches, loss, lr=args.lr, epochs=args.epochs,
         schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
     )  # fmt: skip
-    record = {
-        "settings": settings_of(args),
-        "given": list(LoopedSteps.given),
-        "history": history,
-        "versions": {"beggar_env": __version__, "torch": torch.__version__, "python": platform.python_version()},
-        "machine": platform.processor() or platform.machine(),
-        "command": "python studies/looped_forecaster.py " + " ".join(sys.argv[1:]),
-    }
-    files.write_json(out / "history.json", record)
-    training.save_model(out / "model.pt", model)
+    training.save_run(
+        out,
+        model,
+        settings=settings_of(args),
+        given=list(LoopedSteps.given),
+        history=history,
+        machine=machine(),
+        command="python studies/looped_forecaster.py " + " ".join(sys.argv[1:]),
+    )
 
 
 def exactness(args):

@@ -17,7 +17,6 @@ kind, copyable face and size on games of the held-out seed) and the CPU seconds 
 import argparse
 import json
 import math
-import platform
 import sys
 import time
 from pathlib import Path
@@ -25,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from beggar_env import __version__, core, files
+from beggar_env import core, files
 from beggar_env.forecasting import face_streams, metrics, protocol, training
 from beggar_env.forecasting.stream_model import TARGETS, StreamNet, accuracies, loss, roll_out, window_batch
+from beggar_env.forecasting.study.run import machine
 
 HELD_OUT_SEED = 9_999  # games no training epoch draws (training seeds: (seed, epoch) mixed)
 GAMES_PER_EPOCH = 2_000
@@ -142,15 +142,14 @@ def train(args):
             model, batches, lambda batch: loss(model, batch, batch["targets"]), lr=args.lr, epochs=args.epochs,
             schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
         )  # fmt: skip
-    record = {
-        "settings": settings_of(args),
-        "history": history,
-        "versions": {"beggar_env": __version__, "torch": torch.__version__, "python": platform.python_version()},
-        "machine": platform.processor() or platform.machine(),
-        "command": "python studies/stream_forecaster.py " + " ".join(sys.argv[1:]),
-    }
-    files.write_json(out / "history.json", record)
-    training.save_model(out / "model.pt", model)
+    training.save_run(
+        out,
+        model,
+        settings=settings_of(args),
+        history=history,
+        machine=machine(),
+        command="python studies/stream_forecaster.py " + " ".join(sys.argv[1:]),
+    )
 
 
 def exactness(args):

@@ -204,6 +204,18 @@ def checkpoint_history(path) -> list:
     return torch.load(path, map_location="cpu", weights_only=True)["history"]
 
 
+def save_run(folder, model, **record):
+    """A finished training's files in ``folder``: ``history.json`` (``record``, the
+    versions of beggar-env, torch and Python added) and ``model.pt`` (:func:`save_model`)."""
+    import platform
+
+    from .. import __version__
+
+    versions = {"beggar_env": __version__, "torch": torch.__version__, "python": platform.python_version()}
+    files.write_json(os.path.join(folder, "history.json"), {**record, "versions": versions})
+    save_model(os.path.join(folder, "model.pt"), model)
+
+
 def save_model(path, model):
     """A trained model's settings (``model.settings``, its constructor's arguments) and
     weights, the whole of ``path``."""
