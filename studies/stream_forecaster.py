@@ -11,7 +11,10 @@ games of the seed ``(--seed, e)`` alone, so a run stopped anywhere and started a
 checkpoint ``checkpoint.pt`` in ``--out`` is replaced whole after every epoch) trains as one
 run would. Each epoch's held-out figures (teacher-forced exact-match of the next token's
 kind, copyable face and size on games of the held-out seed) and the CPU seconds so far go to
-``history.json``.
+``history.json``. ``exactness`` rolls the model out from a random point of each of
+``--games`` held-out games and counts the cards written exactly (seat and class) before the
+first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
+all of them and split at 146 cards left (short and long remainders).
 """
 
 import argparse
@@ -191,39 +194,64 @@ def rollout_rows(model, games, rng, max_tokens, batch=128):
 
 
 def _compare(truth, written, p):
+    kinds = truth[0]
+    k = written[0]
+    ended = k[(k >= 2 * p) & (k < 3 * p)]
+    return {
+        "cards_left": int((kinds < p).sum()),
+        "exact_cards": _exact_cards(truth, written, p, sizes_count=True),
+        "exact_cards_any_size": _exact_cards(truth, written, p, sizes_count=False),
+        "winner": int(ended[0]) - 2 * p if len(ended) else -1,
+        "true_winner": int(kinds[-1]) - 2 * p,
+    }
+
+
+def _exact_cards(truth, written, p, sizes_count):
+    """Cards written exactly (seat and class) before the first token that differs in kind,
+    in a card's class, or (``sizes_count``) in a taking's size."""
     kinds, faces, sizes = truth
     k, f, z = written
-    cards_left = int((kinds < p).sum())
     exact = 0
     for t in range(len(kinds)):
         same = k[t] == kinds[t]
         if same and kinds[t] < p:
             same = core.CLASS_OF_CARD_ID[f[t]] == core.CLASS_OF_CARD_ID[faces[t]]
-        elif same and kinds[t] < 2 * p:
+        elif same and kinds[t] < 2 * p and sizes_count:
             same = z[t] == sizes[t]
         if not same:
             break
         exact += int(kinds[t] < p)
-    ended = k[(k >= 2 * p) & (k < 3 * p)]
-    winner = int(ended[0]) - 2 * p if len(ended) else -1
-    return {"cards_left": cards_left, "exact_cards": exact, "winner": winner, "true_winner": int(kinds[-1]) - 2 * p}
+    return exact
+
+
+SHORT_REMAINDER = 146  # cards left: the median of the published determined test positions
 
 
 def summarise(rows):
+    """The exactness figures of rollouts, for all and split by length: remainders of at most
+    ``SHORT_REMAINDER`` cards and longer ones."""
+    short = [r for r in rows if r["cards_left"] <= SHORT_REMAINDER]
+    long = [r for r in rows if r["cards_left"] > SHORT_REMAINDER]
+    by_length = {f"at most {SHORT_REMAINDER}": _exactness(short), f"more than {SHORT_REMAINDER}": _exactness(long)}
+    return _exactness(rows) | {"by_cards_left": by_length}
+
+
+def _exactness(rows):
+    if not rows:
+        return {"positions": 0}
     left = np.array([r["cards_left"] for r in rows])
-    exact = np.array([r["exact_cards"] for r in rows])
-    whole = exact >= left
     right = np.array([r["winner"] == r["true_winner"] for r in rows])
-    curve = {str(n): float(np.mean((exact >= n) | whole)) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}
-    errors = (~whole).sum()
-    return {
-        "positions": len(rows),
-        "cards_left_mean": float(left.mean()),
-        "whole_game_exact": float(whole.mean()),
-        "winner_accuracy": float(right.mean()),
-        "per_card_error": float(errors / max(1, exact.sum() + errors)),
-        "exact_through_n_cards": curve,
-    }
+    record = {"positions": len(rows), "cards_left_mean": float(left.mean()), "winner_accuracy": float(right.mean())}
+    for suffix, field in (("", "exact_cards"), ("_any_size", "exact_cards_any_size")):
+        exact = np.array([r[field] for r in rows])
+        whole = exact >= left
+        errors = (~whole).sum()
+        record["whole_game_exact" + suffix] = float(whole.mean())
+        record["per_card_error" + suffix] = float(errors / max(1, exact.sum() + errors))
+        record["exact_through_n_cards" + suffix] = {
+            str(n): float(np.mean((exact >= n) | whole)) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+        }
+    return record
 
 
 def forecast(args):

@@ -67,3 +67,6 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     run("stream_forecaster.py", "exactness", "--games", "8", "--max-tokens", "50", *small[:10], "--out", str(tmp_path))
     exactness = json.loads((tmp_path / "exactness.json").read_text())
     assert exactness["positions"] == 8 and 0 <= exactness["winner_accuracy"] <= 1
+    split = exactness["by_cards_left"].values()
+    assert sum(part["positions"] for part in split) == 8
+    assert exactness["whole_game_exact"] <= exactness["whole_game_exact_any_size"]  # sizes can only add mistakes
