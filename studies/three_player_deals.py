@@ -113,6 +113,7 @@ def main(argv=None):
     for path in args.compare:
         n_cards = len(records.read_census(path)["deck"])
         decks[str(n_cards)]["compared"] = compared(decks[str(n_cards)], path)
+    decks = dict(sorted(decks.items(), key=lambda item: int(item[0])))
     for deck in decks.values():
         if deck["deals"] > LISTED:  # the counts by cycle stay; the deals themselves are the census's
             deck["by_cycle"] = {key: len(deals) for key, deals in deck["by_cycle"].items()}

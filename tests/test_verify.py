@@ -70,3 +70,23 @@ def test_published_censuses_verify(name):
     """Files of before work units: their cycles and longest game replayed (no units to play again)."""
     found = verify.verify(REPO / "docs" / "cycles" / f"{name}.json")
     assert not found.disagreements and "no manifest" in found.summary()
+
+
+def published_with_manifests():
+    """The censuses published in runs/ (xz), each with its work units' manifest."""
+    return sorted((REPO / "runs" / "cycles").glob("every-*.json.xz"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("packed", published_with_manifests(), ids=lambda path: path.name)
+def test_published_censuses_with_manifests_verify(packed, tmp_path):
+    """Their parts against each other, every cycle and never-ending deal and longest game
+    replayed (units played again whole: the small ones only, the rest is the fresh census above)."""
+    import lzma
+
+    path = tmp_path / packed.name.removesuffix(".xz")
+    path.write_bytes(lzma.decompress(packed.read_bytes()))
+    record = json.loads(path.read_text())
+    found = verify.verify(path, sample=1 if record["games"] <= 50_000_000 else 0, threads=2)
+    assert not found.disagreements, found.disagreements
+    assert record["manifest"]["units"] and found.games >= record["games"] - record["ended"]
