@@ -232,7 +232,8 @@ def compile_ptx():
             ),
             "census": (
                 gpu_census.census_kernel(n, core.DECK_SIZE, THREADS_PER_BLOCK),
-                (i8, u64, i8[:], i64, i64[:], i64, i64, i64[:, :], i8[:, :], i64[:, :], i64[:]),
+                (i8, u64, i8[:], i64, i64[:], i64, u64, i64, i64[:, :], u64[:], i64[:, :], i8[:, :], i64[:, :])
+                + (i64[:], i64[:]),
             ),
         }
         for name, (kernel, signature) in signatures.items():

@@ -346,12 +346,16 @@ def test_the_simulate_command_prints_the_same_summary_on_the_backend(capsys):
 def test_the_census_on_the_gpu_is_the_cpu_census(n_players, source, deck, n, first, monkeypatch):
     from beggar_env.cycles import census, gpu_census
 
-    cpu = census.census(n_players, source, deck=deck, n=n, first=first, seed=5, threads=1)
-    assert census.census(n_players, source, deck=deck, n=n, first=first, seed=5, backend="cuda") == cpu
+    options = dict(deck=deck, n=n, first=first, seed=5, unit=37)  # units of 37 positions: several a launch
+    cpu = census.census(n_players, source, threads=1, **options)
+    gpu = census.census(n_players, source, backend="cuda", **options)
+    assert gpu == cpu and gpu.units == cpu.units  # every unit's digest too: hash, lengths, never-ending games
     monkeypatch.setattr(gpu_census, "SIMULATOR_LAUNCH", 97)  # many launches
     monkeypatch.setattr(gpu_census, "CYCLE_ROOM", 1)  # launches played again with room for every key
-    assert census.census(n_players, source, deck=deck, n=n, first=first, seed=5, backend="cuda") == cpu
+    gpu = census.census(n_players, source, backend="cuda", **options)
+    assert gpu == cpu and gpu.units == cpu.units
     assert cpu.games == (n or census.positions.arrangements(deck)) and (bool(cpu.cycles) == (deck == "JJK-----"))
+    assert len(cpu.units) > 1 and any(unit.never for unit in cpu.units) == bool(cpu.cycles)
 
 
 def next_position(source, seed, deck, fixed, counts, index, cards, sizes, left):
@@ -390,9 +394,8 @@ def test_the_census_command_runs_on_the_backend(tmp_path):
         args = ["cycles", "census", "--source", "every", "--deck", "JQK--", "--players", "3", "--seed", "1"]
         assert main([*args, "--backend", backend, "--out", str(tmp_path / name), "--no-progress"]) == 0
     gpu, cpu = (records.read_census(tmp_path / f"{name}.json") for name in ("gpu", "cpu"))
-    left_out = ("seconds", "manifest")  # the CUDA census keeps no work units' digests yet
-    assert {k: v for k, v in gpu.items() if k not in left_out} == {k: v for k, v in cpu.items() if k not in left_out}
-    assert "manifest" in cpu
+    assert {k: v for k, v in gpu.items() if k != "seconds"} == {k: v for k, v in cpu.items() if k != "seconds"}
+    assert cpu["manifest"]["units"][0]["hash"]  # the manifests, digests and all, are the same
     assert main(["cycles", "census", "--backend", "cuda", "--ray", "--positions", "3"]) == 2
 
 

@@ -212,11 +212,9 @@ def census(
             raise ValueError("resume needs the file to resume (out)")
         seed, size = int(checks.seed(0 if seed is None else seed)), given_unit or units.UNIT
         job = _RangeJob(n_players, source, deck, seed, size)
-        return _played(job, counts, first, n, Census(unit=size, units=[] if backend != "cuda" else None), **run)
+        return _played(job, counts, first, n, Census(unit=size), **run)
     with records.output(out) as path:  # a second run on the file is refused: the last writer would lose the census
         before, done, seed = _start(path, resume, settings, seed, given_unit)
-        if backend == "cuda":
-            before.units = None
         job = _RangeJob(n_players, source, deck, seed, before.unit)
         return _played(job, counts, first + done, n - done, before, records.Checkpoints(path, settings, done), **run)
 
@@ -317,7 +315,7 @@ def _played(job, counts, first, n, before, checkpoints=None, *, threads, backend
         elif backend == "cuda":
             from . import gpu_census
 
-            gpu_census.play(job, counts, first, n, lambda m, *figures: merged(_part(m, *figures), m))
+            gpu_census.play(job, counts, first, n, lambda at, m, *figures: merged(_counted(at, m, *figures), m))
         else:
             _census_here(job, counts, first, n, threads, merged)
     except BaseException:
@@ -394,17 +392,24 @@ def _census_call(source, seed, deck_classes, counts, lo, offset, m, work, result
     walk.walk(source, seed, deck_classes, counts, lo, np.uint64(offset % 2**64), m, work, results, keys, periods, stats,
               hashes, lengths, NO_ROWS)  # fmt: skip
     cycled = np.flatnonzero(periods[:, 1])
-    part = _part(m, stats[:, walk.STAT_ENDED].sum(), stats[:, walk.STAT_CARDS :], keys[cycled], periods[cycled])
-    if part.longest_index >= 0:
-        part.longest_index += offset
-    digest = units.Digest(offset + lo, m, part.ended, units.trimmed(lengths.sum(axis=0)), int(hashes.sum()))
-    digest.longest_cards, digest.longest_tricks, digest.longest_index = (
-        part.longest_cards,
-        part.longest_tricks,
-        part.longest_index,
-    )
-    for at, key, (cards, tricks) in zip(cycled, keys[cycled], periods[cycled]):
-        digest.never.append((offset + lo + int(at), key_text(key), int(cards), int(tricks)))
+    rows = stats[:, walk.STAT_CARDS :]  # each chunk's longest: cards, tricks, index in the block (-1: none)
+    longest = [(cards, tricks, offset + int(index)) for cards, tricks, index in rows if index >= 0]
+    never = [offset + lo + int(at) for at in cycled]
+    ended, hash_sum = stats[:, walk.STAT_ENDED].sum(), int(hashes.sum())
+    return _counted(offset + lo, m, ended, longest, keys[cycled], periods[cycled], never, hash_sum, lengths.sum(axis=0))
+
+
+def _counted(first, m, ended, longest, keys, periods, never, hash_sum, lengths):
+    """The census of positions ``first .. first + m - 1`` with its digest, from what
+    compiled code counted, the CPU's or the GPU's (:func:`_part`'s figures; ``never``: the
+    index of each game that never ends, in order; ``hash_sum``: its hash terms added up,
+    ``lengths``: its histogram of lengths, :mod:`~beggar_env.cycles.units`)."""
+    part = _part(m, ended, longest, keys, periods)
+    digest = units.Digest(first, m, part.ended, units.trimmed(lengths), hash_sum % 2**64)
+    digest.longest_cards, digest.longest_tricks = part.longest_cards, part.longest_tricks
+    digest.longest_index = part.longest_index
+    for index, key, (cards, tricks) in zip(never, keys, periods, strict=True):
+        digest.never.append((index, key_text(key), int(cards), int(tricks)))
     part.units = [digest]
     return part
 
