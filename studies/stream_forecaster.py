@@ -58,6 +58,9 @@ def parse_args(argv=None):
     )
     parser.add_argument("--corrupt", type=float, default=0.01, help="share of input faces replaced at random")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument(
+        "--cpu-hours", type=float, default=3.0, help="train: no epoch starts that would end past this (default 3)"
+    )
     parser.add_argument("--games", type=int, default=500, help="exactness: held-out games, one rollout each")
     parser.add_argument("--max-tokens", type=int, default=3000, help="the longest rollout")
     parser.add_argument("--determined", type=int, default=2000, help="forecast: determined test positions sampled")
@@ -85,6 +88,7 @@ def settings_of(args):
         "warmup": args.warmup,
         "corrupt": args.corrupt,
         "own_first": args.own_first,
+        "cpu_hours": args.cpu_hours,
     }
 
 
@@ -113,7 +117,14 @@ def epoch_games(args, epoch):
     return face_streams.random_games(GAMES_PER_EPOCH, args.players, seed=args.seed * 1_000_003 + epoch)
 
 
+class OutOfBudget(Exception):
+    """The next epoch would end past ``--cpu-hours``."""
+
+
 def train(args):
+    """Train (resuming from the checkpoint), until ``--epochs`` epochs are done or the next
+    would end past ``--cpu-hours`` of CPU (each epoch costs about what the last one did);
+    then write the run (model, history, settings, machine)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model = build(args)
@@ -124,6 +135,11 @@ def train(args):
     started = time.process_time()
 
     def batches(epoch):
+        spent = cpu_before + time.process_time() - started
+        history = training.checkpoint_history(out / "checkpoint.pt")
+        last = history[-1]["cpu_seconds"] - (history[-2]["cpu_seconds"] if len(history) > 1 else 0.0) if history else 0
+        if spent + last > 3600 * args.cpu_hours:
+            raise OutOfBudget(f"epoch {epoch + 1} would end past {args.cpu_hours} CPU-hours ({spent:.0f} s spent)")
         games = epoch_games(args, epoch)
         rng = np.random.default_rng([args.seed, epoch])
         for i in range(args.steps):
@@ -141,10 +157,15 @@ def train(args):
         return entry
 
     with training.torch_threads(args.threads):
-        history = training.train(
-            model, batches, lambda batch: loss(model, batch, batch["targets"]), lr=args.lr, epochs=args.epochs,
-            schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
-        )  # fmt: skip
+        try:
+            history = training.train(
+                model, batches, lambda batch: loss(model, batch, batch["targets"]), lr=args.lr, epochs=args.epochs,
+                schedule=schedule(args), clip=1.0, figures=figures, checkpoint=out / "checkpoint.pt",
+            )  # fmt: skip
+        except OutOfBudget as stop:  # the model holds the last epoch's weights, as the checkpoint does
+            print(f"stream_forecaster: {stop}: the run ends there", file=sys.stderr)
+            history = training.checkpoint_history(out / "checkpoint.pt")
+            model.eval()
     training.save_run(
         out,
         model,

@@ -64,6 +64,8 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     run("stream_forecaster.py", "train", "--epochs", "3", *small)  # nothing left: resumed at its end
     again = json.loads((tmp_path / "history.json").read_text())
     assert again["history"] == json.loads(first)["history"] and len(again["history"]) == 3
+    run("stream_forecaster.py", "train", "--epochs", "6", "--cpu-hours", "1e-6", *small)  # out of budget: no epoch
+    assert json.loads((tmp_path / "history.json").read_text())["history"] == again["history"]
     run("stream_forecaster.py", "exactness", "--games", "8", "--max-tokens", "50", *small[:10], "--out", str(tmp_path))
     exactness = json.loads((tmp_path / "exactness.json").read_text())
     assert exactness["positions"] == 8 and 0 <= exactness["winner_accuracy"] <= 1
