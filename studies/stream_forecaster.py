@@ -296,11 +296,12 @@ def forecast(args):
     }
     hazard = json.loads((out / "exactness.json").read_text())["per_card_error"]
     record = {
+        "forecaster": f"stream transformer over the faces, rolled out (greedy; open: K={args.k} sampled)",
+        "given": [],  # only the network: no engine, no machine, no table (docs/forecasting.md)
         "hazard_per_card": hazard,
         "tracks": {},
         "command": "python studies/stream_forecaster.py " + " ".join(sys.argv[1:]),
     }
-    probs_of = {}
     for track, positions in picked.items():
         contexts = [_context(kind, face, size, offsets, game[i], cards[i], p) for i in positions]
         started = time.process_time()
@@ -308,7 +309,6 @@ def forecast(args):
             probs = _greedy_probs(model, contexts, hazard, args.max_tokens, p)
         else:
             probs = _sampled_probs(model, contexts, args.k, args.max_tokens, p, args.seed)
-        probs_of[track] = probs
         scores = metrics.position_scores(probs, test.labels[positions])
         record["tracks"][track] = {
             "positions": len(positions),
