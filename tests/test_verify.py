@@ -73,19 +73,23 @@ def test_published_censuses_verify(name):
 
 
 def published_with_manifests():
-    """The censuses published in runs/ (xz), each with its work units' manifest."""
-    return sorted((REPO / "runs" / "cycles").glob("every-*.json.xz"))
+    """The censuses published with their work units' manifests: in docs/cycles/, and in
+    runs/ (xz)."""
+    docs = [p for p in sorted((REPO / "docs" / "cycles").glob("every-*.json")) if '"manifest"' in p.read_text()]
+    return docs + sorted((REPO / "runs" / "cycles").glob("every-*.json.xz"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("packed", published_with_manifests(), ids=lambda path: path.name)
-def test_published_censuses_with_manifests_verify(packed, tmp_path):
+@pytest.mark.parametrize("published", published_with_manifests(), ids=lambda path: path.name)
+def test_published_censuses_with_manifests_verify(published, tmp_path):
     """Their parts against each other, every cycle and never-ending deal and longest game
     replayed (units played again whole: the small ones only, the rest is the fresh census above)."""
     import lzma
 
-    path = tmp_path / packed.name.removesuffix(".xz")
-    path.write_bytes(lzma.decompress(packed.read_bytes()))
+    path = published
+    if published.suffix == ".xz":
+        path = tmp_path / published.name.removesuffix(".xz")
+        path.write_bytes(lzma.decompress(published.read_bytes()))
     record = json.loads(path.read_text())
     found = verify.verify(path, sample=1 if record["games"] <= 50_000_000 else 0, threads=2)
     assert not found.disagreements, found.disagreements
