@@ -130,15 +130,14 @@ def train(args):
     model = build(args)
     held_out = face_streams.random_games(200, args.players, seed=HELD_OUT_SEED)
     probe = window_batch(held_out, args.players, 64, args.length, np.random.default_rng(HELD_OUT_SEED))
-    before = training.checkpoint_history(out / "checkpoint.pt")
-    cpu_before = before[-1]["cpu_seconds"] if before else 0.0
+    entries = training.checkpoint_history(out / "checkpoint.pt")  # each epoch's figures, these runs' added
+    cpu_before = entries[-1]["cpu_seconds"] if entries else 0.0
     started = time.process_time()
 
     def batches(epoch):
         spent = cpu_before + time.process_time() - started
-        history = training.checkpoint_history(out / "checkpoint.pt")
-        last = history[-1]["cpu_seconds"] - (history[-2]["cpu_seconds"] if len(history) > 1 else 0.0) if history else 0
-        if spent + last > 3600 * args.cpu_hours:
+        marks = [0.0, 0.0] + [entry["cpu_seconds"] for entry in entries[-2:]]
+        if spent + marks[-1] - marks[-2] > 3600 * args.cpu_hours:  # this epoch costing what the last one did
             raise OutOfBudget(f"epoch {epoch + 1} would end past {args.cpu_hours} CPU-hours ({spent:.0f} s spent)")
         games = epoch_games(args, epoch)
         rng = np.random.default_rng([args.seed, epoch])
@@ -154,6 +153,7 @@ def train(args):
         entry |= {"held_out_loss": held_loss} | {f"held_out_{k}": v for k, v in accuracies(model, probe).items()}
         entry["cpu_seconds"] = cpu_before + time.process_time() - started
         print(json.dumps(entry), flush=True)
+        entries.append(entry)
         return entry
 
     with training.torch_threads(args.threads):
@@ -164,7 +164,7 @@ def train(args):
             )  # fmt: skip
         except OutOfBudget as stop:  # the model holds the last epoch's weights, as the checkpoint does
             print(f"stream_forecaster: {stop}: the run ends there", file=sys.stderr)
-            history = training.checkpoint_history(out / "checkpoint.pt")
+            history = entries
             model.eval()
     training.save_run(
         out,

@@ -148,11 +148,11 @@ def play(job, counts, first, n, merged):
             at += size  # (a prefix is padded: no empty arrays on the device)
     for source, deck, fixed, rest, local, size, offset in ranges:
         deck, rest = cuda.to_device(np.ascontiguousarray(deck, np.int8)), cuda.to_device(np.asarray(rest, np.int64))
+        key_length = n_cards + job.n_players - 1
         for at, m in units.spans(offset + local, size, launch_size(), job.unit):
             lo = at - offset
             settings = (np.int8(source), np.uint64(job.seed), deck, np.int64(fixed), rest, np.int64(lo),
                         np.uint64(offset % 2**64), np.int64(m))  # fmt: skip
-            key_length = n_cards + job.n_players - 1
             stats, hashes, lengths, keys, periods, indices = _launch(kernel, threads, settings, key_length)
             longest = [  # the index in Python integers: an every census's positions pass int64
                 (int(cards), int(tricks), at + int(index))
@@ -181,6 +181,7 @@ def _launch(kernel, threads, settings, key_length, room=CYCLE_ROOM):
     reached = int(n_cycles.copy_to_host()[0])
     if reached > room:  # rare: the same positions again, with room for every key
         return _launch(kernel, threads, settings, key_length, reached)
-    order = np.argsort(indices.copy_to_host()[:reached], kind="stable")  # the never-ending games in order
+    found = indices.copy_to_host()[:reached]
+    order = np.argsort(found, kind="stable")  # the never-ending games in order
     return (stats.copy_to_host(), hashes.copy_to_host(), lengths.copy_to_host(), keys.copy_to_host()[:reached][order],
-            periods.copy_to_host()[:reached][order], indices.copy_to_host()[:reached][order])  # fmt: skip
+            periods.copy_to_host()[:reached][order], found[order])  # fmt: skip
