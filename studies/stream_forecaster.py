@@ -12,7 +12,9 @@ checkpoint ``checkpoint.pt`` in ``--out`` is replaced whole after every epoch) t
 run would. Each epoch's held-out figures (teacher-forced exact-match of the next token's
 kind, copyable face and size on games of the held-out seed) and the CPU seconds so far go to
 ``history.json``. ``exactness`` rolls the model out from a random point of each of
-``--games`` held-out games and counts the cards written exactly (seat and class) before the
+``--games`` held-out games after its last first appearance (from there every card played
+has been seen, so the stream determines the rest: a rollout is pure copying; a game whose
+last card played is a first appearance is left out) and counts the cards written exactly (seat and class) before the
 first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
 all of them and split at 146 cards left (short and long remainders).
 """
@@ -51,6 +53,14 @@ def parse_args(argv=None):
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--window", type=int, default=256, help="tokens back each token attends to")
     parser.add_argument("--shift", type=int, default=2, help="tokens before each mixed into its input (0: none)")
+    parser.add_argument(
+        "--long-from",
+        type=int,
+        default=58,
+        help="the first epoch (from 0) whose windows are --long-length tokens, drawn in proportion to the games'"
+        " lengths, the batch cut to keep the tokens per step (default 58: the published run's second stage)",
+    )
+    parser.add_argument("--long-length", type=int, default=768, help="tokens per window from --long-from on")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
     parser.add_argument(
@@ -88,6 +98,8 @@ def settings_of(args):
         "warmup": args.warmup,
         "corrupt": args.corrupt,
         "own_first": args.own_first,
+        "long_from": args.long_from,
+        "long_length": args.long_length,
         "cpu_hours": args.cpu_hours,
     }
 
@@ -141,8 +153,12 @@ def train(args):
             raise OutOfBudget(f"epoch {epoch + 1} would end past {args.cpu_hours} CPU-hours ({spent:.0f} s spent)")
         games = epoch_games(args, epoch)
         rng = np.random.default_rng([args.seed, epoch])
+        size, length, by_length = args.batch, args.length, False
+        if epoch >= args.long_from:  # a cached rollout's tokens see up to layers x window back: train on that
+            size = max(1, round(size * (length + 1) / (args.long_length + 1)))
+            length, by_length = args.long_length, True
         for i in range(args.steps):
-            batch = window_batch(games, args.players, args.batch, args.length, rng, corrupt=args.corrupt)
+            batch = window_batch(games, args.players, size, length, rng, corrupt=args.corrupt, by_length=by_length)
             batch["targets"] = ("own_face",) if epoch * args.steps + i < args.own_first else TARGETS
             yield batch
 
@@ -185,21 +201,25 @@ def exactness(args):
     games = face_streams.random_games(args.games, model.n_players, seed=HELD_OUT_SEED + 1)
     rng = np.random.default_rng(HELD_OUT_SEED + 1)
     rows = rollout_rows(model, games, rng, args.max_tokens)
-    record = {"games": args.games, "seed": HELD_OUT_SEED + 1, "max_tokens": args.max_tokens} | summarise(rows)
+    record = {"games": args.games, "seed": HELD_OUT_SEED + 1, "max_tokens": args.max_tokens}
+    record["from"] = "a random point after the game's last first appearance (every card to come has been seen)"
+    record |= summarise(rows)
     record["command"] = "python studies/stream_forecaster.py " + " ".join(sys.argv[1:])
     print(json.dumps(record, indent=1))
     files.write_json(out / "exactness.json", record)
 
 
 def rollout_rows(model, games, rng, max_tokens, batch=128):
-    """Per game, from one random point: the cards of the engine's remainder, how many the
-    model wrote exactly before its first mistake, and whether its winner is the game's."""
+    """Per game with a copyable remainder, from one random point of it (:func:`copyable_cuts`):
+    the cards of the engine's remainder, how many the model wrote exactly before its first
+    mistake, and whether its winner is the game's."""
     kind, face, size, offsets = games
     p = model.n_players
-    cuts = offsets[:-1] + 1 + (rng.random(len(offsets) - 1) * (np.diff(offsets) - 2)).astype(np.int64)
+    cuts = copyable_cuts(games, p, rng)
+    kept = np.flatnonzero(cuts >= 0)
     rows = []
-    for lo in range(0, len(cuts), batch):
-        part = range(lo, min(lo + batch, len(cuts)))
+    for lo in range(0, len(kept), batch):
+        part = kept[lo : lo + batch]
         n = max(cuts[g] - offsets[g] for g in part)
         ctx = [np.full((len(part), n), -1, np.int64) for _ in range(3)]
         for row, g in enumerate(part):
@@ -212,6 +232,22 @@ def rollout_rows(model, games, rng, max_tokens, batch=128):
             truth = [a[cuts[g] : offsets[g + 1]] for a in (kind, face, size)]
             rows.append(_compare(truth, [w[row] for w in written], p))
     return rows
+
+
+def copyable_cuts(games, p, rng):
+    """One random point per game after its last first appearance and before its last play
+    (``-1`` where there is none): from there on every card played has been seen, so the
+    stream determines the rest of the game and a rollout is pure copying."""
+    kind, face, size, offsets = games
+    first = face_streams.first_appearances(face, offsets).astype(bool)
+    cuts = np.full(len(offsets) - 1, -1, np.int64)
+    for g in range(len(cuts)):
+        lo, hi = offsets[g], offsets[g + 1]
+        plays = lo + np.flatnonzero(kind[lo:hi] < p)
+        start = lo + np.flatnonzero(first[lo:hi]).max() + 1
+        if start <= plays[-1]:
+            cuts[g] = start + int(rng.random() * (plays[-1] + 1 - start))
+    return cuts
 
 
 def _compare(truth, written, p):

@@ -41,6 +41,19 @@ def test_windows_mask_first_appearances_and_keep_targets(games):
         assert window.shape[0] == 65
 
 
+def test_windows_drawn_by_length_come_from_games_in_proportion_to_their_lengths(games):
+    kind, face, size, offsets = games
+    lengths = np.diff(offsets)
+    short, long = int(np.argmin(lengths)), int(np.argmax(lengths))
+    pair = [np.concatenate([a[offsets[g] : offsets[g + 1]] for g in (short, long)]) for a in (kind, face, size)]
+    two = (*pair, np.array([0, lengths[short], lengths[short] + lengths[long]]))
+    n = lengths[short] - 1  # a window longer than the short game: padded there, full in the long one
+    for by_length, share in ((False, 0.5), (True, lengths[long] / (lengths[short] + lengths[long]))):
+        batch = sm.window_batch(two, 2, 4000, n + 5, np.random.default_rng(4), by_length=by_length)
+        from_long = (batch["next_kind"].numpy() >= 0).sum(1) > n
+        assert abs(from_long.mean() - share) < 0.03
+
+
 def test_the_own_target_is_the_seats_next_play(games):
     batch = sm.window_batch(games, 2, 8, 64, np.random.default_rng(2))
     kind, face, own = batch["kind"].numpy(), batch["face"].numpy(), batch["own_face"].numpy()

@@ -57,7 +57,7 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     import json
 
     small = ["--width", "16", "--layers", "1", "--heads", "2", "--window", "32", "--length", "32", "--batch", "4"]
-    small += ["--steps", "2", "--own-first", "2", "--out", str(tmp_path)]
+    small += ["--steps", "2", "--own-first", "2", "--long-from", "2", "--long-length", "48", "--out", str(tmp_path)]
     run("stream_forecaster.py", "train", "--epochs", "3", *small)  # schedule over 3 epochs, as the whole run
     first = (tmp_path / "history.json").read_text()
     (tmp_path / "history.json").unlink()

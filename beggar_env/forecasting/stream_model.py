@@ -139,15 +139,19 @@ class Block(nn.Module):
 # ------------------------------------------------------------------------- training
 
 
-def window_batch(games, n_players, batch, length, rng, corrupt=0.0):
+def window_batch(games, n_players, batch, length, rng, corrupt=0.0, by_length=False):
     """``batch`` windows of ``length + 1`` tokens cut at random from ``games`` (face_streams'
     ``(kind, face, size, offsets)``; a game shorter than the window is padded after its end
     with masked tokens), as torch tensors: inputs ``(kind, face, size)``, targets, and the
     masks of the face and size losses. ``corrupt``: the share of input faces replaced by a
-    random face."""
+    random face. ``by_length``: each window's game drawn in proportion to its length (so
+    each token about equally often), not uniformly."""
     kind, face, size, offsets = games
     lengths = np.diff(offsets)
-    g = rng.integers(0, len(lengths), batch)
+    if by_length:
+        g = rng.choice(len(lengths), batch, p=lengths / lengths.sum())
+    else:
+        g = rng.integers(0, len(lengths), batch)
     span = np.maximum(lengths[g] - length - 1, 0)
     start = offsets[g] + (rng.random(batch) * (span + 1)).astype(np.int64)
     stop = np.minimum(start + length + 1, offsets[g + 1])
