@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from beggar_env import core, files
+from beggar_env import core, deals, faces, files
 from beggar_env.forecasting import face_streams, metrics, protocol, training
 from beggar_env.forecasting.stream_model import TARGETS, StreamNet, accuracies, loss, roll_out, window_batch
 from beggar_env.forecasting.study.run import machine
@@ -313,9 +313,9 @@ def _exactness(rows):
 
 def forecast(args):
     """The model's forecasts of a random sample of the published test positions (stratified:
-    ``--determined`` determined ones rolled out greedily, ``--open`` open ones each rolled
-    out ``--k`` times sampling), scored beside the seat prior and the Bayes forecaster on the
-    same positions, with 95% intervals over resampled games."""
+    ``--determined`` determined ones rolled out greedily from one completion of their unseen
+    cards, ``--open`` open ones from ``--k`` completions each), scored beside the seat prior
+    and the Bayes forecaster on the same positions, with 95% intervals over resampled games."""
     out = Path(args.out)
     model = training.load_model(out, StreamNet, lambda: build(args))
     p = model.n_players
@@ -332,7 +332,7 @@ def forecast(args):
     }
     hazard = json.loads((out / "exactness.json").read_text())["per_card_error"]
     record = {
-        "forecaster": f"stream transformer over the faces, rolled out (greedy; open: K={args.k} sampled)",
+        "forecaster": f"stream transformer over the faces, rolled out greedily (open: K={args.k} completions)",
         "given": [],  # only the network: no engine, no machine, no table (docs/forecasting.md)
         "hazard_per_card": hazard,
         "tracks": {},
@@ -341,10 +341,8 @@ def forecast(args):
     for track, positions in picked.items():
         contexts = [_context(kind, face, size, offsets, game[i], cards[i], p) for i in positions]
         started = time.process_time()
-        if track == "determined":
-            probs = _greedy_probs(model, contexts, hazard, args.max_tokens, p)
-        else:
-            probs = _sampled_probs(model, contexts, args.k, args.max_tokens, p, args.seed)
+        k = 1 if track == "determined" else args.k  # determined: any completion gives the same winner
+        probs = _rolled_probs(model, contexts, k, hazard, args.max_tokens, p, rng)
         scores = metrics.position_scores(probs, test.labels[positions])
         record["tracks"][track] = {
             "positions": len(positions),
@@ -391,7 +389,28 @@ def _context(kind, face, size, offsets, g, c, p):
     return kind[lo : lo + end], face[lo : lo + end], size[lo : lo + end]
 
 
-def _batched(contexts, batch):
+def completion(context, p, rng):
+    """The unseen cards of a position dealt at random, as the Bayes forecaster draws them: per
+    seat, the faces of the cards it was dealt and has not played yet (a hand plays its dealt
+    cards before any it took), drawn from the faces not yet played, as many as it holds."""
+    kind, face, _ = context
+    plays = kind < p
+    seen = np.zeros(faces.N_FACES, bool)
+    seen[face[plays]] = True
+    firsts = np.bincount(kind[plays][_first_plays(face[plays])], minlength=p)  # a seat's first appearances: dealt
+    left = np.array(deals.dealt_sizes(core.DECK_SIZE, p)) - firsts
+    shuffled = rng.permutation(np.flatnonzero(~seen))
+    return [part.tolist() for part in np.split(shuffled, np.cumsum(left)[:-1])]
+
+
+def _first_plays(played):
+    _, first = np.unique(played, return_index=True)
+    mask = np.zeros(len(played), bool)
+    mask[first] = True
+    return mask
+
+
+def _batched(contexts, batch, unseen):
     for lo in range(0, len(contexts), batch):
         part = contexts[lo : lo + batch]
         n = max(len(c[0]) for c in part)
@@ -399,7 +418,7 @@ def _batched(contexts, batch):
         for row, context in enumerate(part):
             for a, source in zip(arrays, context, strict=True):
                 a[row, : len(source)] = source
-        yield arrays, [len(c[0]) for c in part]
+        yield arrays, [len(c[0]) for c in part], unseen[lo : lo + batch]
 
 
 def _winners(written, p):
@@ -409,36 +428,24 @@ def _winners(written, p):
     return winner, (written[0] < p).sum(1)
 
 
-def _greedy_probs(model, contexts, hazard, max_tokens, p, batch=256):
-    """One greedy rollout each: its winner, with the chance that a rollout of its length
-    went wrong (the held-out hazard per card) shared evenly between the seats."""
-    rows = []
-    for arrays, lengths in _batched(contexts, batch):
-        winner, n_cards = _winners(roll_out(model, *arrays, lengths, max_tokens), p)
-        for w, n in zip(winner, n_cards, strict=True):
-            wrong = 1 - (1 - hazard) ** n if w >= 0 else 1.0
-            row = np.full(p + 1, wrong / p)
-            row[p] = 0.0
-            if w >= 0:
-                row[w] += 1 - wrong
-            rows.append(row)
-    return np.array(rows)
-
-
-def _sampled_probs(model, contexts, k, max_tokens, p, seed, batch=256):
-    """``k`` rollouts each, sampling every token from the network: the share won by each seat
-    (plus one even pseudo-count, so no seat is certain from k samples)."""
-    generator = torch.Generator().manual_seed(seed)
+def _rolled_probs(model, contexts, k, hazard, max_tokens, p, rng, batch=256):
+    """``k`` completions of each position's unseen cards (:func:`completion`), each rolled out
+    greedily: the share won by each seat, each rollout's weight on its winner cut by the chance
+    that a rollout of its length went wrong (the held-out hazard per card), the rest shared
+    evenly between the seats (a rollout that writes no ``END`` counts evenly)."""
     repeated = [c for c in contexts for _ in range(k)]
+    unseen = [completion(c, p, rng) for c in repeated]
     wins = np.zeros((len(contexts), p + 1))
     done = 0
-    for arrays, lengths in _batched(repeated, batch):
-        winner, _ = _winners(roll_out(model, *arrays, lengths, max_tokens, generator=generator), p)
-        for w in winner:
-            wins[done // k, w if w >= 0 else p] += 1
+    for arrays, lengths, dealt in _batched(repeated, batch, unseen):
+        winner, n_cards = _winners(roll_out(model, *arrays, lengths, max_tokens, unseen=dealt), p)
+        for w, n in zip(winner, n_cards, strict=True):
+            right = (1 - hazard) ** n if w >= 0 else 0.0
+            wins[done // k, :p] += (1 - right) / p
+            if w >= 0:
+                wins[done // k, w] += right
             done += 1
-    wins[:, :p] += 1 / p
-    return wins / wins.sum(1, keepdims=True)
+    return wins / k
 
 
 def _subset(scores, positions):

@@ -105,3 +105,27 @@ def test_rollouts_write_tokens_of_the_stream_and_stop_at_end(games):
     for row in range(3):
         if ended[row].any():
             assert (out_k[row, ended[row].argmax() + 1 :] == -1).all()
+
+
+def test_rollouts_play_a_completion_of_the_unseen_cards_before_copying(games):
+    model = _net()
+    kind, face, size, offsets = games
+    n = 12  # a game's first tokens: every seat still holds most of its dealt cards
+    k, f, z = (np.stack([a[offsets[g] : offsets[g] + n] for g in range(3)]).astype(np.int64) for a in games[:3])
+    rng = np.random.default_rng(0)
+    unseen = [[rng.permutation(52)[:5].tolist(), rng.permutation(52)[:5].tolist()] for _ in range(3)]
+    with torch.no_grad():  # a network that writes plays alone, of either seat
+        model.kind_head.weight.zero_()
+        model.kind_head.bias.copy_(torch.tensor([5.0, 5.0, -9, -9, -9, -9]))
+    sampled = torch.Generator().manual_seed(1)
+    out_k, out_f, _ = sm.roll_out(model, k, f, z, [n] * 3, 60, generator=sampled, unseen=unseen)
+    forced = 0
+    for row in range(3):
+        for seat in range(2):
+            played = out_f[row][out_k[row] == seat].tolist()
+            first = unseen[row][seat][: len(played)]
+            assert played[: len(first)] == first  # the seat's first plays are its dealt cards, in order
+            forced += len(first)
+    assert forced == 30  # each seat's 5 dealt cards, then copies
+    with pytest.raises(ValueError, match="unseen"):
+        sm.roll_out(model, k, f, z, [n] * 3, 5, unseen=unseen[:2])

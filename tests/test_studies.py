@@ -72,3 +72,11 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     split = exactness["by_cards_left"].values()
     assert sum(part["positions"] for part in split) == 8
     assert exactness["whole_game_exact"] <= exactness["whole_game_exact_any_size"]  # sizes can only add mistakes
+    run("stream_forecaster.py", "forecast", "--determined", "6", "--open", "3", "--k", "2", "--max-tokens", "60",
+        *small[:10], "--out", str(tmp_path))  # fmt: skip
+    forecast = json.loads((tmp_path / "forecast.json").read_text())
+    assert forecast["given"] == [] and forecast["hazard_per_card"] == exactness["per_card_error"]
+    assert [forecast["tracks"][t]["positions"] for t in ("determined", "open")] == [6, 3]
+    bayes = forecast["tracks"]["determined"]["bayes"]["accuracy"]["value"]
+    assert bayes == 1.0  # the determined positions are those Bayes is certain of
+    assert 0 <= forecast["all"]["model"]["accuracy"] <= 1

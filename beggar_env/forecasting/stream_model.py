@@ -1,7 +1,9 @@
 """A stream model that plays the game forward from the cards' faces, with no engine, no
 machine and no table at forecast time: a small causal transformer over the tokens of
 :mod:`~beggar_env.forecasting.face_streams`, trained by next-token loss on whole engine
-games, rolled out greedily (or sampled) until it writes ``END``.
+games, rolled out greedily (or sampled) until it writes ``END``; the cards no one has seen yet
+(which no stream can know) come from a completion drawn as the Bayes forecaster draws one
+(:func:`roll_out`'s ``unseen``).
 
 The network (:class:`StreamNet`): each token's kind, face, size and the face it was played
 on (the card beneath it on the pile, as the table shows it: :func:`face_streams.under`)
@@ -232,19 +234,25 @@ def accuracies(model, batch):
 
 
 @torch.no_grad()
-def roll_out(model, kind, face, size, lengths, max_tokens, generator=None):
+def roll_out(model, kind, face, size, lengths, max_tokens, generator=None, unseen=None):
     """Continue ``B`` streams with the network alone, each until it writes ``END`` or for
     ``max_tokens`` tokens: greedily (``generator`` None) or sampling each token from the
     network's probabilities (with that ``torch.Generator``).
 
     ``kind``, ``face``, ``size``: int arrays ``(B, n)``, stream ``b`` in its first
     ``lengths[b]`` tokens (from its game's ``BOS`` or any later token; only its last
-    ``model.window`` tokens are read). Returns ``(kind, face, size)`` of the tokens written,
-    ``(B, max_tokens)`` each, ``-1`` after a stream's ``END``.
+    ``model.window`` tokens are read). ``unseen``: None, or per stream, per seat, the faces
+    of the cards that seat was dealt and has not played yet, in the order it will play them
+    (a completion of the unseen cards, as the Bayes forecaster draws them): the face of each
+    play the network writes for that seat is taken from there while any is left (a card's
+    first appearance cannot be copied; the network was never trained to write one). Returns
+    ``(kind, face, size)`` of the tokens written, ``(B, max_tokens)`` each, ``-1`` after a
+    stream's ``END``.
     """
     model.eval()
     n_players, window = model.n_players, model.window
     b = len(lengths)
+    queues = _queues(unseen, b, n_players)
     kind_t, face_t, size_t, under_t, valid = _last_window(kind, face, size, lengths, window, n_players)
     caches = _prefill(model, kind_t, face_t, size_t, under_t, valid)
     last = _head_logits(model, caches["x"])
@@ -254,6 +262,10 @@ def roll_out(model, kind, face, size, lengths, max_tokens, generator=None):
     for t in range(max_tokens):
         k, f, z = (_choose(logits, generator) for logits in last)
         plays, takes = k < n_players, (k >= n_players) & (k < 2 * n_players)
+        for i in np.flatnonzero(plays) if queues is not None else ():
+            dealt = queues[rows[i]][k[i]]
+            if dealt:
+                f[i] = dealt.pop()
         f = np.where(plays, f, fs.NO_FACE)
         z = np.where(takes, z, fs.NO_SIZE)
         out[:, rows, t] = np.stack([k, f, z])
@@ -269,6 +281,15 @@ def roll_out(model, kind, face, size, lengths, max_tokens, generator=None):
         x = _embed(model, k, f, z, under, caches)
         last = _head_logits(model, _step(model, caches, x))
     return out[0], out[1], out[2]
+
+
+def _queues(unseen, b, n_players):
+    """``unseen`` as lists to pop from (last first), checked against the batch."""
+    if unseen is None:
+        return None
+    if len(unseen) != b or any(len(seats) != n_players for seats in unseen):
+        raise ValueError(f"unseen: one list of {n_players} seats' faces per stream ({b} streams) is needed")
+    return [[[int(x) for x in reversed(faces)] for faces in seats] for seats in unseen]
 
 
 def _keep_rows(caches, keep):
