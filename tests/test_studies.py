@@ -72,6 +72,10 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     split = exactness["by_cards_left"].values()
     assert sum(part["positions"] for part in split) == 8
     assert exactness["whole_game_exact"] <= exactness["whole_game_exact_any_size"]  # sizes can only add mistakes
+    run("stream_forecaster.py", "exactness", "--fresh", "--games", "3", "--max-tokens", "20", *small[:10], "--out",
+        str(tmp_path))  # fmt: skip
+    fresh = json.loads((tmp_path / "exactness-fresh.json").read_text())
+    assert fresh["rollout"].startswith("a fresh window") and fresh["positions"] == 3
     run("stream_forecaster.py", "forecast", "--determined", "6", "--open", "3", "--k", "2", "--max-tokens", "60",
         *small[:10], "--out", str(tmp_path))  # fmt: skip
     forecast = json.loads((tmp_path / "forecast.json").read_text())
