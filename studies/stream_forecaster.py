@@ -198,7 +198,7 @@ def exactness(args):
     card it writes with the engine's (seat and class), and its winner with the game's. With
     ``--fresh``, the same rollouts recompute a fresh window of the last ``window`` tokens at
     every token (as in training, without the cache's stacked context; slow), written to
-    ``exactness-fresh.json``."""
+    ``exactness-fresh.json`` beside the cached ones from the same points."""
     out = Path(args.out)
     model = training.load_model(out, StreamNet, lambda: build(args))
     games = face_streams.random_games(args.games, model.n_players, seed=HELD_OUT_SEED + 1)
@@ -209,6 +209,9 @@ def exactness(args):
     record["from"] = "a random point after the game's last first appearance (every card to come has been seen)"
     record["rollout"] = "a fresh window at every token" if args.fresh else "cached: the window slides a token at a time"
     record |= summarise(rows) | {"cpu_seconds": time.process_time() - started}
+    if args.fresh:  # the cached rollouts from the same points, side by side
+        cached = rollout_rows(model, games, np.random.default_rng(HELD_OUT_SEED + 1), args.max_tokens)
+        record["cached_from_the_same_points"] = summarise(cached)
     record["command"] = "python studies/stream_forecaster.py " + " ".join(sys.argv[1:])
     print(json.dumps(record, indent=1))
     files.write_json(out / ("exactness-fresh.json" if args.fresh else "exactness.json"), record)
@@ -352,6 +355,7 @@ def forecast(args):
     kind, face, size, offsets = face_streams.random_games(test.games, p, seed=test.seed)
     game, cards = test.data.game, test.data.fields["cards"]
     _check_streams_are_the_test_games(kind, offsets, test, p)
+    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
     slices = test.slices
     rng = np.random.default_rng(args.seed + 77)
     picked = {
@@ -372,12 +376,14 @@ def forecast(args):
         k = 1 if track == "determined" else args.k  # determined: any completion gives the same winner
         probs = _rolled_probs(model, contexts, k, hazard, args.max_tokens, p, rng)
         scores = metrics.position_scores(probs, test.labels[positions])
+        left = plays[game[positions]] - cards[positions]
         record["tracks"][track] = {
             "positions": len(positions),
             "cpu_seconds": time.process_time() - started,
             "model": _means(scores, game[positions], rng),
             "prior": _means(_subset(prior.scores, positions), game[positions], rng),
             "bayes": _means(_subset(bayes.scores, positions), game[positions], rng),
+            "model_by_cards_left": _accuracy_by_length(scores["accuracy"], left),
         }
     share_open = float(slices["open"].mean())
     record["open_share"] = share_open
@@ -395,6 +401,15 @@ def forecast(args):
     }
     print(json.dumps(record, indent=1))
     files.write_json(out / "forecast.json", record)
+
+
+def _accuracy_by_length(accuracy, left):
+    parts = (("at most", left <= SHORT_REMAINDER), ("more than", left > SHORT_REMAINDER))
+    return {
+        f"{name} {SHORT_REMAINDER}": {"positions": int(part.sum()), "accuracy": float(accuracy[part].mean())}
+        for name, part in parts
+        if part.any()
+    }
 
 
 def _check_streams_are_the_test_games(kind, offsets, test, p):
@@ -453,7 +468,7 @@ def _winners(written, p):
     kind = written[0]
     ended = (kind >= 2 * p) & (kind < 3 * p)
     winner = np.where(ended.any(1), kind[np.arange(len(kind)), ended.argmax(1)] - 2 * p, -1)
-    return winner, (written[0] < p).sum(1)
+    return winner, ((kind >= 0) & (kind < p)).sum(1)  # cards written (-1: nothing, after END)
 
 
 def _rolled_probs(model, contexts, k, hazard, max_tokens, p, rng, batch=256):

@@ -76,6 +76,7 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
         str(tmp_path))  # fmt: skip
     fresh = json.loads((tmp_path / "exactness-fresh.json").read_text())
     assert fresh["rollout"].startswith("a fresh window") and fresh["positions"] == 3
+    assert fresh["cached_from_the_same_points"]["cards_left_mean"] == fresh["cards_left_mean"]
     run("stream_forecaster.py", "forecast", "--determined", "6", "--open", "3", "--k", "2", "--max-tokens", "60",
         *small[:10], "--out", str(tmp_path))  # fmt: skip
     forecast = json.loads((tmp_path / "forecast.json").read_text())
