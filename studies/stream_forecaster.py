@@ -488,6 +488,7 @@ def _rolled_probs(model, contexts, k, hazard, max_tokens, p, rng, batch=256):
             if w >= 0:
                 wins[done // k, w] += right
             done += 1
+        print(f"stream_forecaster: {done:,} of {len(repeated):,} rollouts", file=sys.stderr, flush=True)
     return wins / k
 
 
