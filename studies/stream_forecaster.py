@@ -14,8 +14,8 @@ kind, copyable face and size on games of the held-out seed) and the CPU seconds 
 ``history.json``. ``exactness`` rolls the model out from a random point of each of
 ``--games`` held-out games after its last first appearance (from there every card played
 has been seen, so the stream determines the rest: a rollout is pure copying; a game whose
-last card played is a first appearance is left out) and counts the cards written exactly (seat and class) before the
-first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
+last card played is a first appearance is left out) and counts the cards written exactly
+(seat and class) before the first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
 all of them and split at 146 cards left (short and long remainders).
 """
 
@@ -354,8 +354,8 @@ def forecast(args):
     prior, bayes = test.reference()
     kind, face, size, offsets = face_streams.random_games(test.games, p, seed=test.seed)
     game, cards = test.data.game, test.data.fields["cards"]
-    _check_streams_are_the_test_games(kind, offsets, test, p)
-    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
+    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])  # per game
+    _check_streams_are_the_test_games(kind, offsets, plays, test, p)
     slices = test.slices
     rng = np.random.default_rng(args.seed + 77)
     picked = {
@@ -412,9 +412,8 @@ def _accuracy_by_length(accuracy, left):
     }
 
 
-def _check_streams_are_the_test_games(kind, offsets, test, p):
+def _check_streams_are_the_test_games(kind, offsets, plays, test, p):
     winners = kind[offsets[1:] - 1] - face_streams.end(0, p)
-    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
     positions = np.bincount(test.data.game, minlength=test.games)
     first = np.searchsorted(test.data.game, np.arange(test.games))
     if not ((winners == test.labels[first]).all() and (plays == positions).all()):
@@ -440,17 +439,11 @@ def completion(context, p, rng):
     plays = kind < p
     seen = np.zeros(faces.N_FACES, bool)
     seen[face[plays]] = True
-    firsts = np.bincount(kind[plays][_first_plays(face[plays])], minlength=p)  # a seat's first appearances: dealt
+    first = face_streams.first_appearances(face, np.array([0, len(face)])).astype(bool)
+    firsts = np.bincount(kind[first], minlength=p)  # a seat's first appearances: its dealt cards
     left = np.array(deals.dealt_sizes(core.DECK_SIZE, p)) - firsts
     shuffled = rng.permutation(np.flatnonzero(~seen))
     return [part.tolist() for part in np.split(shuffled, np.cumsum(left)[:-1])]
-
-
-def _first_plays(played):
-    _, first = np.unique(played, return_index=True)
-    mask = np.zeros(len(played), bool)
-    mask[first] = True
-    return mask
 
 
 def _batched(contexts, batch, unseen):
