@@ -16,7 +16,9 @@ kind, copyable face and size on games of the held-out seed) and the CPU seconds 
 has been seen, so the stream determines the rest: a rollout is pure copying; a game whose
 last card played is a first appearance is left out) and counts the cards written exactly
 (seat and class) before the first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
-all of them and split at 146 cards left (short and long remainders).
+all of them and split at 146 cards left (short and long remainders). ``train --max-cards
+146`` is the length split: the same model trained on the games that end within 146 cards
+alone, to be measured by ``exactness`` on every held-out game, short and long.
 """
 
 import argparse
@@ -61,6 +63,13 @@ def parse_args(argv=None):
         " lengths, the batch cut to keep the tokens per step (default 58: the published run's second stage)",
     )
     parser.add_argument("--long-length", type=int, default=768, help="tokens per window from --long-from on")
+    parser.add_argument(
+        "--max-cards",
+        type=int,
+        default=0,
+        help="train only on games that end within this many cards (the length split: trained on short"
+        " remainders, tested on all; default 0: every game)",
+    )
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
     parser.add_argument(
@@ -95,7 +104,7 @@ def settings_of(args):
         "shift",
         "lr",
     )
-    return {k: getattr(args, k) for k in keys} | {
+    settings = {k: getattr(args, k) for k in keys} | {
         "warmup": args.warmup,
         "corrupt": args.corrupt,
         "own_first": args.own_first,
@@ -103,6 +112,9 @@ def settings_of(args):
         "long_length": args.long_length,
         "cpu_hours": args.cpu_hours,
     }
+    if args.max_cards:  # the length split (the published run's settings do not name it)
+        settings["max_cards"] = args.max_cards
+    return settings
 
 
 def build(args):
@@ -127,7 +139,38 @@ def schedule(args):
 
 
 def epoch_games(args, epoch):
-    return face_streams.random_games(GAMES_PER_EPOCH, args.players, seed=args.seed * 1_000_003 + epoch)
+    """The epoch's training games: the first ``GAMES_PER_EPOCH`` random games of its seed, or
+    with ``--max-cards``, the first that many of them that end within that many cards."""
+    seed = args.seed * 1_000_003 + epoch
+    if not args.max_cards:
+        return face_streams.random_games(GAMES_PER_EPOCH, args.players, seed=seed)
+    kept, first = [], 0
+    while sum(len(part) for part in kept) < GAMES_PER_EPOCH:
+        games = face_streams.random_games(GAMES_PER_EPOCH, args.players, seed=seed, first=first)
+        kept.append(short_games(games, args.players, args.max_cards))
+        first += GAMES_PER_EPOCH
+    return join_games(kept, GAMES_PER_EPOCH)
+
+
+def short_games(games, p, max_cards):
+    """Each game of ``games`` that ends (``END``) within ``max_cards`` cards, as a list of its
+    ``(kind, face, size)``."""
+    kind, face, size, offsets = games
+    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
+    last = kind[offsets[1:] - 1]
+    ended = (last >= face_streams.end(0, p)) & (last < face_streams.bos(p))
+    return [
+        tuple(a[offsets[g] : offsets[g + 1]] for a in (kind, face, size))
+        for g in np.flatnonzero((plays <= max_cards) & ended)
+    ]
+
+
+def join_games(parts, n):
+    """The first ``n`` games of lists of ``(kind, face, size)`` as one ``(kind, face, size,
+    offsets)``."""
+    games = [game for part in parts for game in part][:n]
+    offsets = np.concatenate([[0], np.cumsum([len(game[0]) for game in games])])
+    return (*(np.concatenate([game[j] for game in games]) for j in range(3)), offsets)
 
 
 class OutOfBudget(Exception):

@@ -52,6 +52,36 @@ def test_forward_study_writes_reports_the_tables_can_take_and_its_curve_ends_at_
     assert (tmp_path / "curve_2p.png").stat().st_size > 1000
 
 
+def test_stream_study_length_split_trains_on_the_short_games_alone_as_the_engine_played_them(tmp_path):
+    pytest.importorskip("torch", reason="the stream model needs torch (pip install 'beggar-env[rl]')")
+    import importlib.util
+    import json
+
+    import numpy as np
+
+    from beggar_env.forecasting import face_streams
+
+    spec = importlib.util.spec_from_file_location("stream_forecaster", STUDIES / "stream_forecaster.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    args = study.parse_args(["train", "--out", str(tmp_path), "--max-cards", "60"])
+    kind, face, size, offsets = study.epoch_games(args, 4)
+    assert len(offsets) - 1 == study.GAMES_PER_EPOCH
+    everything = face_streams.random_games(4 * study.GAMES_PER_EPOCH, 2, seed=args.seed * 1_000_003 + 4)
+    k, f, z, o = everything
+    plays = np.add.reduceat((k < 2).astype(np.int64), o[:-1])
+    ended = (k[o[1:] - 1] >= 4) & (k[o[1:] - 1] < 6)
+    short = np.flatnonzero((plays <= 60) & ended)  # the engine's games of at most 60 cards, in order
+    for j, g in enumerate(short[:50]):
+        for mine, theirs in ((kind, k), (face, f), (size, z)):
+            assert (mine[offsets[j] : offsets[j + 1]] == theirs[o[g] : o[g + 1]]).all()
+    assert np.add.reduceat((kind < 2).astype(np.int64), offsets[:-1]).max() <= 60
+    small = ["--width", "16", "--layers", "1", "--heads", "2", "--window", "32", "--length", "32", "--batch", "4"]
+    run("stream_forecaster.py", "train", "--epochs", "1", "--steps", "2", "--max-cards", "60", *small,
+        "--out", str(tmp_path))  # fmt: skip
+    assert json.loads((tmp_path / "history.json").read_text())["settings"]["max_cards"] == 60
+
+
 def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     pytest.importorskip("torch", reason="the stream model needs torch (pip install 'beggar-env[rl]')")
     import json
