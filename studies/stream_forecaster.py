@@ -156,13 +156,18 @@ def short_games(games, p, max_cards):
     """Each game of ``games`` that ends (``END``) within ``max_cards`` cards, as a list of its
     ``(kind, face, size)``."""
     kind, face, size, offsets = games
-    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
+    plays = plays_per_game(kind, offsets, p)
     last = kind[offsets[1:] - 1]
     ended = (last >= face_streams.end(0, p)) & (last < face_streams.bos(p))
     return [
         tuple(a[offsets[g] : offsets[g + 1]] for a in (kind, face, size))
         for g in np.flatnonzero((plays <= max_cards) & ended)
     ]
+
+
+def plays_per_game(kind, offsets, p):
+    """The cards each game of a stream plays."""
+    return np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])
 
 
 def join_games(parts, n):
@@ -397,7 +402,7 @@ def forecast(args):
     prior, bayes = test.reference()
     kind, face, size, offsets = face_streams.random_games(test.games, p, seed=test.seed)
     game, cards = test.data.game, test.data.fields["cards"]
-    plays = np.add.reduceat((kind < p).astype(np.int64), offsets[:-1])  # per game
+    plays = plays_per_game(kind, offsets, p)
     _check_streams_are_the_test_games(kind, offsets, plays, test, p)
     slices = test.slices
     rng = np.random.default_rng(args.seed + 77)
