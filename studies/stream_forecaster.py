@@ -16,7 +16,8 @@ kind, copyable face and size on games of the held-out seed) and the CPU seconds 
 has been seen, so the stream determines the rest: a rollout is pure copying; a game whose
 last card played is a first appearance is left out) and counts the cards written exactly
 (seat and class) before the first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
-all of them and split at 146 cards left (short and long remainders). ``train --max-cards
+all of them and split at 146 cards left (short and long remainders) and at 146 cards in the
+whole game the rollout is cut from. ``train --max-cards
 146`` is the length split: the same model trained on the games that end within 146 cards
 alone, to be measured by ``exactness`` on every held-out game, short and long.
 """
@@ -309,7 +310,8 @@ def rollout_rows(model, games, rng, max_tokens, batch=128, rolled=roll_out):
         written = rolled(model, *ctx, lengths, max_tokens)
         for row, g in enumerate(part):
             truth = [a[cuts[g] : offsets[g + 1]] for a in (kind, face, size)]
-            rows.append(_compare(truth, [w[row] for w in written], p))
+            game_cards = int((kind[offsets[g] : offsets[g + 1]] < p).sum())
+            rows.append(_compare(truth, [w[row] for w in written], p) | {"game_cards": game_cards})
     return rows
 
 
@@ -364,12 +366,16 @@ SHORT_REMAINDER = 146  # cards left: the median of the published determined test
 
 
 def summarise(rows):
-    """The exactness figures of rollouts, for all and split by length: remainders of at most
-    ``SHORT_REMAINDER`` cards and longer ones."""
-    short = [r for r in rows if r["cards_left"] <= SHORT_REMAINDER]
-    long = [r for r in rows if r["cards_left"] > SHORT_REMAINDER]
-    by_length = {f"at most {SHORT_REMAINDER}": _exactness(short), f"more than {SHORT_REMAINDER}": _exactness(long)}
-    return _exactness(rows) | {"by_cards_left": by_length}
+    """The exactness figures of rollouts, for all and split by length at ``SHORT_REMAINDER``
+    cards: of the remainder (``by_cards_left``) and of the whole game the rollout is cut from
+    (``by_game_cards``: the games ``train --max-cards 146`` trains on, and the others)."""
+    return _exactness(rows) | {"by_cards_left": _split(rows, "cards_left"), "by_game_cards": _split(rows, "game_cards")}
+
+
+def _split(rows, field):
+    short = [r for r in rows if r[field] <= SHORT_REMAINDER]
+    long = [r for r in rows if r[field] > SHORT_REMAINDER]
+    return {f"at most {SHORT_REMAINDER}": _exactness(short), f"more than {SHORT_REMAINDER}": _exactness(long)}
 
 
 def _exactness(rows):

@@ -101,6 +101,10 @@ def test_stream_study_resumes_its_training_and_measures_its_rollouts(tmp_path):
     assert exactness["positions"] == 8 and 0 <= exactness["winner_accuracy"] <= 1
     split = exactness["by_cards_left"].values()
     assert sum(part["positions"] for part in split) == 8
+    games = exactness["by_game_cards"]
+    assert sum(part["positions"] for part in games.values()) == 8
+    short_remainders = exactness["by_cards_left"]["at most 146"]["positions"]
+    assert games["at most 146"]["positions"] <= short_remainders  # a short game's remainder is short
     assert exactness["whole_game_exact"] <= exactness["whole_game_exact_any_size"]  # sizes can only add mistakes
     run("stream_forecaster.py", "exactness", "--fresh", "--games", "3", "--max-tokens", "20", *small[:10], "--out",
         str(tmp_path))  # fmt: skip
