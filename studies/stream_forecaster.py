@@ -17,9 +17,9 @@ has been seen, so the stream determines the rest: a rollout is pure copying; a g
 last card played is a first appearance is left out) and counts the cards written exactly
 (seat and class) before the first mistake, a wrong size of a taking counted as one (and, as ``*_any_size``, not), for
 all of them and split at 146 cards left (short and long remainders) and at 146 cards in the
-whole game the rollout is cut from. ``train --max-cards
-146`` is the length split: the same model trained on the games that end within 146 cards
-alone, to be measured by ``exactness`` on every held-out game, short and long.
+whole game the rollout is cut from. ``train --max-cards 146`` is the length split: the same
+model trained on the games that end within 146 cards alone, to be measured by ``exactness``
+on every held-out game, short and long.
 """
 
 import argparse
@@ -292,11 +292,12 @@ def fresh_roll_out(model, kind, face, size, lengths, max_tokens):
 def rollout_rows(model, games, rng, max_tokens, batch=128, rolled=roll_out):
     """Per game with a copyable remainder, from one random point of it (:func:`copyable_cuts`):
     the cards of the engine's remainder, how many the model wrote exactly before its first
-    mistake, and whether its winner is the game's."""
+    mistake, whether its winner is the game's, and the cards of the whole game."""
     kind, face, size, offsets = games
     p = model.n_players
     cuts = copyable_cuts(games, p, rng)
     kept = np.flatnonzero(cuts >= 0)
+    game_cards = plays_per_game(kind, offsets, p)
     rows = []
     for lo in range(0, len(kept), batch):
         part = kept[lo : lo + batch]
@@ -310,8 +311,7 @@ def rollout_rows(model, games, rng, max_tokens, batch=128, rolled=roll_out):
         written = rolled(model, *ctx, lengths, max_tokens)
         for row, g in enumerate(part):
             truth = [a[cuts[g] : offsets[g + 1]] for a in (kind, face, size)]
-            game_cards = int((kind[offsets[g] : offsets[g + 1]] < p).sum())
-            rows.append(_compare(truth, [w[row] for w in written], p) | {"game_cards": game_cards})
+            rows.append(_compare(truth, [w[row] for w in written], p) | {"game_cards": int(game_cards[g])})
     return rows
 
 
